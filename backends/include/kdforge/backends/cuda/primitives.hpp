@@ -1,0 +1,134 @@
+#pragma once
+// CUDA backend: kdforge's primitives as CUB calls on the Kokkos::Cuda
+// instance's stream, with CUB's temporary storage allocated as Kokkos Views
+// (so Kokkos' memory tools see it). No sort is hand-rolled on the GPU.
+#ifndef KDFORGE_BACKENDS_PRIMITIVES_INCLUDED
+static_assert(false, "Include <kdforge/backends/primitives.hpp>, not a backend's file.");
+#endif
+#include <kdforge/error.hpp>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <climits>
+#include <cstddef>
+
+namespace kdforge::backend::detail {
+
+inline void cuda_check(cudaError_t err, char const* what) {
+  if (err != cudaSuccess)
+    ::kdforge::detail::fail("backend::cuda", what, " failed: ", cudaGetErrorString(err));
+}
+
+inline Kokkos::View<char*, Kokkos::CudaSpace> cuda_temp_storage(std::size_t bytes) {
+  return Kokkos::View<char*, Kokkos::CudaSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::cub_temp_storage"), bytes);
+}
+
+inline int cuda_num_items(std::size_t n) {
+  KDFORGE_REQUIRE(n <= std::size_t(INT_MAX), "backend::cuda", "arrays of more than 2^31-1 elements are not supported (got ", n, ")");
+  return int(n);
+}
+
+template <class K, class V>
+void sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n, int begin_bit, int end_bit) {
+  if (n < 2 || begin_bit >= end_bit) return;
+  int const num = cuda_num_items(n);
+  Kokkos::View<K*, Kokkos::CudaSpace> key_alt(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::sort::keys_alt"), n);
+  Kokkos::View<V*, Kokkos::CudaSpace> val_alt(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::sort::values_alt"), n);
+  cub::DoubleBuffer<K> kb(keys, key_alt.data());
+  cub::DoubleBuffer<V> vb(vals, val_alt.data());
+  std::size_t bytes = 0;
+  cuda_check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, kb, vb, num, begin_bit, end_bit, exec.cuda_stream()),
+             "cub::DeviceRadixSort::SortPairs (size query)");
+  auto temp = cuda_temp_storage(bytes);
+  cuda_check(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, kb, vb, num, begin_bit, end_bit, exec.cuda_stream()),
+             "cub::DeviceRadixSort::SortPairs");
+  if (kb.Current() != keys) {
+    cuda_check(cudaMemcpyAsync(keys, kb.Current(), n * sizeof(K), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
+    cuda_check(cudaMemcpyAsync(vals, vb.Current(), n * sizeof(V), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
+  }
+  exec.fence(); // the temporaries die with this scope
+}
+
+template <class K, class V, class O>
+void segmented_sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n, O const* offsets,
+                                std::size_t num_segments, int begin_bit, int end_bit) {
+  if (n < 2 || num_segments == 0 || begin_bit >= end_bit) return;
+  int const num = cuda_num_items(n);
+  int const nseg = cuda_num_items(num_segments);
+  Kokkos::View<K*, Kokkos::CudaSpace> key_alt(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::keys_alt"), n);
+  Kokkos::View<V*, Kokkos::CudaSpace> val_alt(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::values_alt"), n);
+  cub::DoubleBuffer<K> kb(keys, key_alt.data());
+  cub::DoubleBuffer<V> vb(vals, val_alt.data());
+  std::size_t bytes = 0;
+  cuda_check(cub::DeviceSegmentedRadixSort::SortPairs(nullptr, bytes, kb, vb, num, nseg, offsets, offsets + 1,
+                                                      begin_bit, end_bit, exec.cuda_stream()),
+             "cub::DeviceSegmentedRadixSort::SortPairs (size query)");
+  auto temp = cuda_temp_storage(bytes);
+  cuda_check(cub::DeviceSegmentedRadixSort::SortPairs(temp.data(), bytes, kb, vb, num, nseg, offsets, offsets + 1,
+                                                      begin_bit, end_bit, exec.cuda_stream()),
+             "cub::DeviceSegmentedRadixSort::SortPairs");
+  if (kb.Current() != keys) {
+    // Callers pass segments that tile the array (the interface's contract),
+    // so CUB wrote every element and one copy brings the result back.
+    cuda_check(cudaMemcpyAsync(keys, kb.Current(), n * sizeof(K), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
+    cuda_check(cudaMemcpyAsync(vals, vb.Current(), n * sizeof(V), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
+  }
+  exec.fence();
+}
+
+template <class T>
+T exclusive_scan_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n) {
+  if (n == 0) return T(0);
+  int const num = cuda_num_items(n);
+  T last_in{};
+  cuda_check(cudaMemcpyAsync(&last_in, in + (n - 1), sizeof(T), cudaMemcpyDeviceToHost, exec.cuda_stream()), "cudaMemcpyAsync");
+  std::size_t bytes = 0;
+  cuda_check(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, num, exec.cuda_stream()), "cub::DeviceScan::ExclusiveSum (size query)");
+  auto temp = cuda_temp_storage(bytes);
+  cuda_check(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, in, out, num, exec.cuda_stream()), "cub::DeviceScan::ExclusiveSum");
+  T last_out{};
+  cuda_check(cudaMemcpyAsync(&last_out, out + (n - 1), sizeof(T), cudaMemcpyDeviceToHost, exec.cuda_stream()), "cudaMemcpyAsync");
+  exec.fence();
+  return last_out + last_in;
+}
+
+template <class T, int D>
+struct PointToBox {
+  KOKKOS_FUNCTION Box<T, D> operator()(Point<T, D> const& p) const {
+    Box<T, D> b;
+    for (int d = 0; d < D; ++d) b.lo[d] = b.hi[d] = p[d];
+    return b;
+  }
+};
+template <class T, int D>
+struct BoxUnion {
+  KOKKOS_FUNCTION Box<T, D> operator()(Box<T, D> a, Box<T, D> const& b) const {
+    a.extend(b);
+    return a;
+  }
+};
+
+template <class T, int D>
+Box<T, D> bounding_box_impl(Kokkos::Cuda const& exec, Point<T, D> const* pts, std::size_t n) {
+  Box<T, D> result = Box<T, D>::empty();
+  if (n == 0) return result;
+  int const num = cuda_num_items(n);
+  auto it = thrust::make_transform_iterator(pts, PointToBox<T, D>{});
+  Kokkos::View<Box<T, D>*, Kokkos::CudaSpace> d_box(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bbox"), 1);
+  std::size_t bytes = 0;
+  cuda_check(cub::DeviceReduce::Reduce(nullptr, bytes, it, d_box.data(), num, BoxUnion<T, D>{}, result, exec.cuda_stream()),
+             "cub::DeviceReduce::Reduce (size query)");
+  auto temp = cuda_temp_storage(bytes);
+  cuda_check(cub::DeviceReduce::Reduce(temp.data(), bytes, it, d_box.data(), num, BoxUnion<T, D>{}, result, exec.cuda_stream()),
+             "cub::DeviceReduce::Reduce");
+  cuda_check(cudaMemcpyAsync(&result, d_box.data(), sizeof(result), cudaMemcpyDeviceToHost, exec.cuda_stream()), "cudaMemcpyAsync");
+  exec.fence();
+  return result;
+}
+
+} // namespace kdforge::backend::detail

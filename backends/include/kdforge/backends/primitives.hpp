@@ -1,0 +1,100 @@
+#pragma once
+// The primitive interface of kdforge: the few operations whose fastest form
+// differs per target. Kernels call these functions only; overload resolution
+// on the execution-space type picks the implementation:
+//   Kokkos::Cuda             -> backends/cuda   (CUB)
+//   Kokkos::OpenMP, Threads  -> backends/tbb    (oneTBB)
+//   any other host space     -> backends/serial (standard library)
+// All sorts are stable, so every backend produces the same permutation.
+#include <kdforge/error.hpp>
+#include <kdforge/kdforge_config.hpp>
+#include <kdforge/types.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#define KDFORGE_BACKENDS_PRIMITIVES_INCLUDED
+#include <kdforge/backends/serial/primitives.hpp>
+#if KDFORGE_USE_TBB
+#include <kdforge/backends/tbb/primitives.hpp>
+#endif
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <kdforge/backends/cuda/primitives.hpp>
+#endif
+#undef KDFORGE_BACKENDS_PRIMITIVES_INCLUDED
+
+namespace kdforge::backend {
+
+namespace detail {
+template <class Exec, class View>
+void check_view(View const& v, char const* what) {
+  static_assert(View::rank == 1, "kdforge primitives take rank-1 Views");
+  static_assert(Kokkos::SpaceAccessibility<Exec, typename View::memory_space>::accessible,
+                "kdforge primitives: the View's memory space is not accessible from the execution space");
+  KDFORGE_REQUIRE(v.span_is_contiguous(), "backend", what, " must be contiguous");
+}
+} // namespace detail
+
+/// Stable sort of (keys, values) by bits [begin_bit, end_bit) of the unsigned
+/// keys, in place. Keys: std::uint32_t or std::uint64_t.
+template <class Exec, class KeyView, class ValueView>
+void sort_by_key(Exec const& exec, KeyView const& keys, ValueView const& values, int begin_bit = 0,
+                 int end_bit = int(8 * sizeof(typename KeyView::value_type))) {
+  using K = typename KeyView::value_type;
+  static_assert(std::is_same<K, std::uint32_t>::value || std::is_same<K, std::uint64_t>::value,
+                "kdforge::backend::sort_by_key: keys must be std::uint32_t or std::uint64_t");
+  detail::check_view<Exec>(keys, "sort_by_key: keys");
+  detail::check_view<Exec>(values, "sort_by_key: values");
+  KDFORGE_REQUIRE(keys.extent(0) == values.extent(0), "backend::sort_by_key", "keys (", keys.extent(0),
+                  ") and values (", values.extent(0), ") differ in length");
+  KDFORGE_REQUIRE(0 <= begin_bit && begin_bit <= end_bit && end_bit <= int(8 * sizeof(K)), "backend::sort_by_key",
+                  "bit range [", begin_bit, ", ", end_bit, ") is not within the key");
+  detail::sort_by_key_impl(exec, keys.data(), values.data(), keys.extent(0), begin_bit, end_bit);
+}
+
+/// Stable sort of (keys, values) within each segment [offsets(s), offsets(s+1)).
+/// The segments must tile the arrays: offsets(0) == 0, offsets(last) == n.
+template <class Exec, class KeyView, class ValueView, class OffsetView>
+void segmented_sort_by_key(Exec const& exec, KeyView const& keys, ValueView const& values,
+                           OffsetView const& offsets, int begin_bit = 0,
+                           int end_bit = int(8 * sizeof(typename KeyView::value_type))) {
+  using K = typename KeyView::value_type;
+  static_assert(std::is_same<K, std::uint32_t>::value || std::is_same<K, std::uint64_t>::value,
+                "kdforge::backend::segmented_sort_by_key: keys must be std::uint32_t or std::uint64_t");
+  detail::check_view<Exec>(keys, "segmented_sort_by_key: keys");
+  detail::check_view<Exec>(values, "segmented_sort_by_key: values");
+  detail::check_view<Exec>(offsets, "segmented_sort_by_key: offsets");
+  KDFORGE_REQUIRE(keys.extent(0) == values.extent(0), "backend::segmented_sort_by_key", "keys and values differ in length");
+  KDFORGE_REQUIRE(offsets.extent(0) >= 1, "backend::segmented_sort_by_key", "offsets needs at least one entry");
+  KDFORGE_REQUIRE(0 <= begin_bit && begin_bit <= end_bit && end_bit <= int(8 * sizeof(K)),
+                  "backend::segmented_sort_by_key", "bit range [", begin_bit, ", ", end_bit, ") is not within the key");
+  detail::segmented_sort_by_key_impl(exec, keys.data(), values.data(), keys.extent(0), offsets.data(),
+                                     offsets.extent(0) - 1, begin_bit, end_bit);
+}
+
+/// out(i) = in(0) + ... + in(i-1); returns the sum of all of in. `out` may be
+/// `in`. Fences `exec` (the total is returned to the host).
+template <class Exec, class InView, class OutView>
+typename OutView::value_type exclusive_scan(Exec const& exec, InView const& in, OutView const& out) {
+  using T = typename OutView::value_type;
+  static_assert(std::is_same<typename InView::non_const_value_type, T>::value,
+                "kdforge::backend::exclusive_scan: in and out must hold the same type");
+  static_assert(std::is_arithmetic<T>::value, "kdforge::backend::exclusive_scan: arithmetic values only");
+  detail::check_view<Exec>(in, "exclusive_scan: in");
+  detail::check_view<Exec>(out, "exclusive_scan: out");
+  KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan", "in and out differ in length");
+  return detail::exclusive_scan_impl(exec, in.data(), out.data(), in.extent(0));
+}
+
+/// Bounding box (per-dimension min and max) of a View of kdforge::Point.
+/// An empty View gives Box::empty().
+template <class Exec, class PointView>
+auto bounding_box(Exec const& exec, PointView const& points) {
+  detail::check_view<Exec>(points, "bounding_box: points");
+  return detail::bounding_box_impl(exec, points.data(), points.extent(0));
+}
+
+} // namespace kdforge::backend

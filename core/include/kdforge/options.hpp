@@ -1,0 +1,66 @@
+#pragma once
+// Options of tree builds and queries. Plain structs: set what you need.
+#include <cstdint>
+#include <limits>
+
+namespace kdforge {
+
+/// Which builder makes the left-balanced tree. Every builder produces the
+/// identical tree for the same input and options.
+enum class Builder {
+  automatic,          ///< the fastest one (presorted_partition)
+  presorted_partition,///< sort each dimension once, then stable per-level partitions
+  wald_tags,          ///< Wald 2022: per level one radix sort of (tag, coordinate rank) + tag update
+};
+
+/// Split dimension of each node.
+enum class SplitPolicy {
+  round_robin,      ///< level mod D (Wald 2022, sections 2-5)
+  widest_dimension, ///< widest side of the node's domain box (Wald 2022, section 6)
+};
+
+/// What to do with points that have a NaN or infinite coordinate.
+enum class NonFinitePolicy {
+  reject, ///< throw kdforge::Error naming the first offending index
+  drop,   ///< leave them out of the tree; Tree::dropped_count() says how many
+};
+
+struct BuildOptions {
+  Builder builder = Builder::automatic;
+  SplitPolicy split = SplitPolicy::round_robin;
+  NonFinitePolicy non_finite = NonFinitePolicy::reject;
+};
+
+/// How a query walks the tree.
+enum class Traversal {
+  automatic,  ///< the faster one measured for the target (stack-free on GPUs, stack on CPUs)
+  stack,      ///< depth-first with a small per-thread stack of far children
+  stack_free, ///< parent/child arithmetic only (Wald's stack-free traversal)
+};
+
+/// In which order a batch of queries is processed (results are always
+/// returned in the caller's order).
+enum class QueryOrder {
+  automatic, ///< spatially sorted on GPUs, as given on CPUs
+  as_given,
+  morton,    ///< sorted by the Morton code of the query point
+};
+
+struct QueryOptions {
+  /// Only neighbours with distance <= cutoff_radius are reported (not squared).
+  double cutoff_radius = std::numeric_limits<double>::infinity();
+  Traversal traversal = Traversal::automatic;
+  QueryOrder order = QueryOrder::automatic;
+};
+
+struct RadiusOptions {
+  /// Sort each row by (squared distance, index). Rows limited by
+  /// max_neighbors are always sorted.
+  bool sort = false;
+  /// At most this many neighbours per query, the nearest ones; -1: no limit.
+  std::int64_t max_neighbors = -1;
+  Traversal traversal = Traversal::automatic;
+  QueryOrder order = QueryOrder::automatic;
+};
+
+} // namespace kdforge

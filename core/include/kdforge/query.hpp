@@ -1,0 +1,344 @@
+#pragma once
+// Batched queries on left-balanced k-d trees: exact k nearest neighbours,
+// closest point, radius count and radius search (CSR). Every entry point takes
+// the execution space instance first; results live in its memory space.
+// Distances are squared everywhere (named sq_*); radii are given unsquared.
+// Missing neighbours are (index -1, squared distance +inf).
+#include <kdforge/error.hpp>
+#include <kdforge/kernels/query/candidates.hpp>
+#include <kdforge/kernels/query/morton.hpp>
+#include <kdforge/kernels/query/traversal.hpp>
+#include <kdforge/options.hpp>
+#include <kdforge/points.hpp>
+#include <kdforge/tree.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+namespace kdforge {
+
+template <class MemorySpace, class T, class Index>
+struct KnnResult {
+  Kokkos::View<Index**, Kokkos::LayoutRight, MemorySpace> indices;   ///< M x k, input indices
+  Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace> sq_distances;  ///< M x k, ascending
+};
+
+template <class MemorySpace, class T, class Index>
+struct ClosestResult {
+  Kokkos::View<Index*, MemorySpace> indices;
+  Kokkos::View<T*, MemorySpace> sq_distances;
+};
+
+template <class MemorySpace, class T, class Index>
+struct RadiusResult {
+  Kokkos::View<std::int64_t*, MemorySpace> offsets; ///< M + 1; row q is [offsets(q), offsets(q+1))
+  Kokkos::View<Index*, MemorySpace> indices;
+  Kokkos::View<T*, MemorySpace> sq_distances;
+};
+
+namespace detail {
+
+template <class Exec>
+constexpr bool runs_on_gpu() {
+  return !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+}
+
+template <class Exec>
+bool use_stack_free(Traversal t) {
+  if (t == Traversal::automatic) return runs_on_gpu<Exec>();
+  return t == Traversal::stack_free;
+}
+
+template <class Tree, class Visitor>
+KOKKOS_FORCEINLINE_FUNCTION void traverse(bool stack_free, Tree const& tree, typename Tree::point_type const& q,
+                                          Visitor& v) {
+  if (stack_free) kernels::traverse_stack_free(tree, q, v);
+  else kernels::traverse_stack(tree, q, v);
+}
+
+// Queries as a View<Point<T, D>*> in the execution space; copied only when
+// they come in another form.
+template <class Exec, class Tree, class Queries>
+auto query_points(Exec const& exec, Queries const& queries) {
+  static_assert(check_points_container<Queries, Exec>());
+  using A = AccessTraits<Queries>;
+  static_assert(std::is_same<typename A::coordinate_type, typename Tree::coordinate_type>::value,
+                "kdforge: queries and tree must have the same coordinate type (float or double)");
+  static_assert(A::dimension == Tree::dimension, "kdforge: queries and tree must have the same dimension");
+  using PV = Kokkos::View<typename Tree::point_type*, typename Exec::memory_space>;
+  if constexpr (std::is_convertible<Queries, PV>::value) return PV(queries);
+  else return to_points(exec, queries, "kdforge::query::points");
+}
+
+template <class Exec, class Tree, class QV>
+Kokkos::View<typename Tree::index_type*, typename Exec::memory_space> processing_order(Exec const& exec, Tree const& tree,
+                                                                                       QV const& q, QueryOrder order) {
+  bool const sort = order == QueryOrder::morton || (order == QueryOrder::automatic && runs_on_gpu<Exec>());
+  if (!sort || q.extent(0) < 2 || tree.size() == 0) return {};
+  return kernels::morton_order<Exec, typename Tree::coordinate_type, Tree::dimension, typename Tree::index_type>(
+      exec, q, tree.bounds());
+}
+
+template <class T>
+T checked_sq_radius(double r, char const* where, char const* what) {
+  KDFORGE_REQUIRE(r >= 0, where, what, " must be >= 0 (got ", r, ")");
+  if (std::isinf(r)) return detail::infinity<T>();
+  return T(r) * T(r);
+}
+
+template <class View2D>
+struct Row {
+  View2D v;
+  std::int64_t row;
+  KOKKOS_FORCEINLINE_FUNCTION typename View2D::reference_type operator()(int j) const { return v(row, j); }
+};
+template <class View1D>
+struct Segment {
+  View1D v;
+  std::int64_t begin;
+  KOKKOS_FORCEINLINE_FUNCTION typename View1D::reference_type operator()(int j) const { return v(begin + j); }
+};
+
+template <class Tree, class QV, class OV, class Result, int CAP>
+struct KnnSortedFunctor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Result res;
+  int k;
+  T sq_cutoff;
+  bool stack_free;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
+    traverse(stack_free, tree, queries(qi), cand);
+    for (int j = 0; j < k; ++j) {
+      auto const& r = cand.result(k, j);
+      bool const missing = r.index == kernels::empty_slot_index<Index>();
+      res.indices(qi, j) = missing ? invalid_index<Index>() : r.index;
+      res.sq_distances(qi, j) = missing ? infinity<T>() : r.sq_dist;
+    }
+  }
+};
+
+template <class Tree, class QV, class OV, class Result>
+struct KnnHeapFunctor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Result res;
+  int k;
+  T sq_cutoff;
+  bool stack_free;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    using IR = Row<decltype(res.indices)>;
+    using DR = Row<decltype(res.sq_distances)>;
+    kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
+    traverse(stack_free, tree, queries(qi), cand);
+    cand.heap.sort_heap();
+    for (int j = 0; j < k; ++j) {
+      if (res.indices(qi, j) == kernels::empty_slot_index<Index>()) {
+        res.indices(qi, j) = invalid_index<Index>();
+        res.sq_distances(qi, j) = infinity<T>();
+      }
+    }
+  }
+};
+
+template <class Tree>
+struct CountVisitor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  T sq_r;
+  std::int64_t cap; // < 0: none
+  std::int64_t count = 0;
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return cap >= 0 && count >= cap; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index, T d2) { count += d2 <= sq_r ? 1 : 0; }
+};
+
+template <class Tree, class QV, class OV, class Counts>
+struct RadiusCountFunctor {
+  using T = typename Tree::coordinate_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Counts counts;
+  T sq_r;
+  std::int64_t cap;
+  bool stack_free;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    CountVisitor<Tree> v{sq_r, cap};
+    traverse(stack_free, tree, queries(qi), v);
+    counts(qi) = v.count;
+  }
+};
+
+template <class Tree, class Idx, class Dist>
+struct FillVisitor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Tree const* tree;
+  Idx idx;
+  Dist dist;
+  T sq_r;
+  std::int64_t pos;
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index s, T d2) {
+    if (d2 <= sq_r) {
+      idx(pos) = tree->original_index(s);
+      dist(pos) = d2;
+      ++pos;
+    }
+  }
+};
+
+template <class Tree, class QV, class OV, class Result>
+struct RadiusFillFunctor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Result res;
+  T sq_r;
+  bool capped;
+  bool sort;
+  bool stack_free;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    std::int64_t const b = res.offsets(qi);
+    int const len = int(res.offsets(qi + 1) - b);
+    using IS = Segment<decltype(res.indices)>;
+    using DS = Segment<decltype(res.sq_distances)>;
+    if (capped) {
+      // the nearest `len` within the radius: a max-heap in the output row
+      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r);
+      traverse(stack_free, tree, queries(qi), cand);
+      cand.heap.sort_heap();
+    } else {
+      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{&tree, res.indices, res.sq_distances, sq_r, b};
+      traverse(stack_free, tree, queries(qi), v);
+      if (sort) {
+        kernels::RowHeapOps<T, Index, IS, DS> heap{IS{res.indices, b}, DS{res.sq_distances, b}, len};
+        heap.make_heap();
+        heap.sort_heap();
+      }
+    }
+  }
+};
+
+} // namespace detail
+
+/// The k nearest neighbours of each query (k >= 1), sorted by (squared
+/// distance, index). Slots beyond the number of points, or beyond
+/// options.cutoff_radius, are (-1, +inf).
+template <class Exec, class Tree, class Queries>
+auto knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, QueryOptions const& options = {}) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using MS = typename Exec::memory_space;
+  static_assert(std::is_same<MS, typename Tree::memory_space>::value,
+                "kdforge::knn: the tree lives in another memory space than the execution space's");
+  KDFORGE_REQUIRE(k >= 1, "knn", "k must be >= 1 (got ", k, ")");
+  T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "knn", "QueryOptions::cutoff_radius");
+  auto q = detail::query_points<Exec, Tree>(exec, queries);
+  std::int64_t const m = std::int64_t(q.extent(0));
+  using Result = KnnResult<MS, T, Index>;
+  Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
+             decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
+  auto order = detail::processing_order(exec, tree, q, options.order);
+  bool const sf = detail::use_stack_free<Exec>(options.traversal);
+  Kokkos::RangePolicy<Exec> policy(exec, 0, m);
+  using QV = decltype(q);
+  using OV = decltype(order);
+  if (k <= 1) Kokkos::parallel_for("kdforge::knn::k1", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 1>{tree, q, order, res, k, sq_cutoff, sf});
+  else if (k <= 4) Kokkos::parallel_for("kdforge::knn::k4", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 4>{tree, q, order, res, k, sq_cutoff, sf});
+  else if (k <= 8) Kokkos::parallel_for("kdforge::knn::k8", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 8>{tree, q, order, res, k, sq_cutoff, sf});
+  else if (k <= 16) Kokkos::parallel_for("kdforge::knn::k16", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 16>{tree, q, order, res, k, sq_cutoff, sf});
+  else if (k <= 32) Kokkos::parallel_for("kdforge::knn::k32", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 32>{tree, q, order, res, k, sq_cutoff, sf});
+  else Kokkos::parallel_for("kdforge::knn::heap", policy, detail::KnnHeapFunctor<Tree, QV, OV, Result>{tree, q, order, res, k, sq_cutoff, sf});
+  return res;
+}
+
+/// The closest point of each query, or (-1, +inf) when the tree is empty or
+/// nothing lies within options.cutoff_radius.
+template <class Exec, class Tree, class Queries>
+auto closest_point(Exec const& exec, Tree const& tree, Queries const& queries, QueryOptions const& options = {}) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using MS = typename Exec::memory_space;
+  auto r = knn(exec, tree, queries, 1, options);
+  return ClosestResult<MS, T, Index>{Kokkos::subview(r.indices, Kokkos::ALL, 0), Kokkos::subview(r.sq_distances, Kokkos::ALL, 0)};
+}
+
+/// Number of points within `radius` (inclusive) of each query, capped at
+/// options.max_neighbors when that is >= 0.
+template <class Exec, class Tree, class Queries>
+Kokkos::View<std::int64_t*, typename Exec::memory_space>
+radius_count(Exec const& exec, Tree const& tree, Queries const& queries, double radius, RadiusOptions const& options = {}) {
+  using T = typename Tree::coordinate_type;
+  using MS = typename Exec::memory_space;
+  static_assert(std::is_same<MS, typename Tree::memory_space>::value,
+                "kdforge::radius_count: the tree lives in another memory space than the execution space's");
+  T const sq_r = detail::checked_sq_radius<T>(radius, "radius_count", "radius");
+  KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_count", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
+  auto q = detail::query_points<Exec, Tree>(exec, queries);
+  std::int64_t const m = std::int64_t(q.extent(0));
+  Kokkos::View<std::int64_t*, MS> counts(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::counts"), m);
+  auto order = detail::processing_order(exec, tree, q, options.order);
+  bool const sf = detail::use_stack_free<Exec>(options.traversal);
+  Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                       detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
+                           tree, q, order, counts, sq_r, options.max_neighbors, sf});
+  return counts;
+}
+
+/// All points within `radius` (inclusive) of each query, in CSR form, built
+/// in two passes (count, then fill) so no buffer size is guessed. With
+/// max_neighbors >= 0 each row keeps the nearest ones only (sorted).
+template <class Exec, class Tree, class Queries>
+auto radius_search(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
+                   RadiusOptions const& options = {}) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using MS = typename Exec::memory_space;
+  T const sq_r = detail::checked_sq_radius<T>(radius, "radius_search", "radius");
+  KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_search", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
+  KDFORGE_REQUIRE(options.max_neighbors <= std::int64_t(1) << 30, "radius_search", "RadiusOptions::max_neighbors too large");
+  auto q = detail::query_points<Exec, Tree>(exec, queries);
+  std::int64_t const m = std::int64_t(q.extent(0));
+  RadiusOptions count_options = options;
+  count_options.order = QueryOrder::as_given;
+  auto order = detail::processing_order(exec, tree, q, options.order);
+  bool const sf = detail::use_stack_free<Exec>(options.traversal);
+
+  using Result = RadiusResult<MS, T, Index>;
+  Result res;
+  res.offsets = decltype(res.offsets)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::offsets"), m + 1);
+  auto counts = Kokkos::subview(res.offsets, Kokkos::make_pair(std::int64_t(0), m));
+  Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                       detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
+                           tree, q, order, counts, sq_r, options.max_neighbors, sf});
+  std::int64_t const total = backend::exclusive_scan(exec, counts, counts);
+  Kokkos::deep_copy(exec, Kokkos::subview(res.offsets, m), total);
+  res.indices = decltype(res.indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::indices"), total);
+  res.sq_distances = decltype(res.sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::sq_distances"), total);
+  Kokkos::parallel_for("kdforge::radius::fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                       detail::RadiusFillFunctor<Tree, decltype(q), decltype(order), Result>{
+                           tree, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, sf});
+  exec.fence();
+  return res;
+}
+
+} // namespace kdforge

@@ -1,0 +1,70 @@
+#pragma once
+// The left-balanced k-d tree (Wald 2022): the points themselves, permuted
+// into level order, no pointers. Node s has children 2s+1 and 2s+2; its split
+// plane passes through its own point.
+#include <kdforge/options.hpp>
+#include <kdforge/types.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <type_traits>
+
+namespace kdforge {
+
+template <class MemorySpace, class T, int D, class Index = std::int32_t>
+class LeftBalancedTree {
+  static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value,
+                "kdforge::LeftBalancedTree: coordinates must be float or double");
+  static_assert(std::is_same<Index, std::int32_t>::value || std::is_same<Index, std::int64_t>::value,
+                "kdforge::LeftBalancedTree: the index type must be std::int32_t or std::int64_t");
+
+public:
+  using memory_space = MemorySpace;
+  using coordinate_type = T;
+  using index_type = Index;
+  using point_type = Point<T, D>;
+  static constexpr int dimension = D;
+
+  LeftBalancedTree() = default;
+  LeftBalancedTree(Kokkos::View<point_type*, MemorySpace> points, Kokkos::View<Index*, MemorySpace> indices,
+                   Kokkos::View<std::uint8_t*, MemorySpace> split_dims, Box<T, D> bounds, SplitPolicy split,
+                   std::int64_t dropped)
+      : m_points(points), m_indices(indices), m_split_dims(split_dims), m_bounds(bounds), m_split(split),
+        m_size(Index(points.extent(0))), m_dropped(dropped) {}
+
+  /// Number of points in the tree.
+  KOKKOS_FUNCTION Index size() const { return m_size; }
+  KOKKOS_FUNCTION bool empty() const { return m_size == 0; }
+  /// Point of node s (tree order).
+  KOKKOS_FORCEINLINE_FUNCTION point_type const& point(Index s) const { return m_points(s); }
+  /// Index of node s's point in the caller's input.
+  KOKKOS_FORCEINLINE_FUNCTION Index original_index(Index s) const { return m_indices(s); }
+  /// Split dimension of node s on tree level `level` (level = floor(log2(s+1))).
+  KOKKOS_FORCEINLINE_FUNCTION int split_dim(Index s, int level) const {
+    return m_split == SplitPolicy::round_robin ? level % D : int(m_split_dims(s));
+  }
+
+  /// Points in tree (level) order.
+  Kokkos::View<point_type*, MemorySpace> points() const { return m_points; }
+  /// original_indices()(s): the caller's index of the point at node s.
+  Kokkos::View<Index*, MemorySpace> original_indices() const { return m_indices; }
+  /// One byte per node with its split dimension; empty for round_robin.
+  Kokkos::View<std::uint8_t*, MemorySpace> split_dims() const { return m_split_dims; }
+  /// Bounding box of the points (empty box for an empty tree).
+  Box<T, D> const& bounds() const { return m_bounds; }
+  SplitPolicy split_policy() const { return m_split; }
+  /// Points left out of the tree by NonFinitePolicy::drop.
+  std::int64_t dropped_count() const { return m_dropped; }
+
+private:
+  Kokkos::View<point_type*, MemorySpace> m_points;
+  Kokkos::View<Index*, MemorySpace> m_indices;
+  Kokkos::View<std::uint8_t*, MemorySpace> m_split_dims;
+  Box<T, D> m_bounds = Box<T, D>::empty();
+  SplitPolicy m_split = SplitPolicy::round_robin;
+  Index m_size = 0;
+  std::int64_t m_dropped = 0;
+};
+
+} // namespace kdforge

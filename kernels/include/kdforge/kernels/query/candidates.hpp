@@ -1,0 +1,124 @@
+#pragma once
+// Candidate lists of kNN queries. Both keep the k smallest (squared distance,
+// original index) pairs; the pair order breaks distance ties by smaller index,
+// so results are deterministic and the same on every backend.
+//
+// SortedCandidates<CAP>: a sorted array in registers for small k (all indices
+// compile-time constants after unrolling). For k < CAP the first CAP - k slots
+// hold sentinels smaller than any real pair and are never evicted, so the
+// bound is always the last slot and no run-time index is needed.
+// RowHeap: a max-heap kept directly in the caller's output row (global
+// memory), for any k without allocating.
+#include <kdforge/types.hpp>
+
+#include <Kokkos_Core.hpp>
+
+namespace kdforge::kernels {
+
+template <class Index>
+KOKKOS_FORCEINLINE_FUNCTION constexpr Index empty_slot_index() {
+  return Index(~(std::make_unsigned_t<Index>(1) << (sizeof(Index) * 8 - 1))); // max of Index
+}
+
+template <class Tree, int CAP>
+struct SortedCandidates {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using N = Neighbor<T, Index>;
+  Tree const* tree;
+  N c[CAP];
+
+  KOKKOS_FUNCTION SortedCandidates(Tree const& t, int k, T sq_cutoff) : tree(&t) {
+#pragma unroll
+    for (int i = 0; i < CAP; ++i) c[i] = i < CAP - k ? N{T(-1), Index(-1)} : N{sq_cutoff, empty_slot_index<Index>()};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return c[CAP - 1].sq_dist; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index s, T d2) {
+    if (d2 > c[CAP - 1].sq_dist) return;
+    N const x{d2, tree->original_index(s)};
+    if (!(x < c[CAP - 1])) return;
+    bool placed = false;
+#pragma unroll
+    for (int i = CAP - 1; i >= 1; --i) {
+      if (!placed) {
+        if (x < c[i - 1]) c[i] = c[i - 1];
+        else {
+          c[i] = x;
+          placed = true;
+        }
+      }
+    }
+    if (!placed) c[0] = x;
+  }
+  /// j-th nearest (0-based), j < k.
+  KOKKOS_FORCEINLINE_FUNCTION N const& result(int k, int j) const { return c[CAP - k + j]; }
+};
+
+template <class T, class Index, class IndexRow, class DistRow>
+struct RowHeapOps {
+  IndexRow idx;
+  DistRow dist;
+  int size;
+  KOKKOS_FORCEINLINE_FUNCTION Neighbor<T, Index> get(int i) const { return {dist(i), idx(i)}; }
+  KOKKOS_FORCEINLINE_FUNCTION void set(int i, Neighbor<T, Index> const& v) const {
+    dist(i) = v.sq_dist;
+    idx(i) = v.index;
+  }
+  KOKKOS_FUNCTION void sift_down(int i, int m, Neighbor<T, Index> const v) const {
+    while (true) {
+      int child = 2 * i + 1;
+      if (child >= m) break;
+      Neighbor<T, Index> cv = get(child);
+      if (child + 1 < m) {
+        auto const rv = get(child + 1);
+        if (cv < rv) {
+          ++child;
+          cv = rv;
+        }
+      }
+      if (!(v < cv)) break;
+      set(i, cv);
+      i = child;
+    }
+    set(i, v);
+  }
+  /// Turns the max-heap into an ascending row.
+  KOKKOS_FUNCTION void sort_heap() const {
+    for (int m = size - 1; m > 0; --m) {
+      auto const top = get(0);
+      auto const last = get(m);
+      set(m, top);
+      sift_down(0, m, last);
+    }
+  }
+  KOKKOS_FUNCTION void make_heap() const {
+    for (int i = size / 2 - 1; i >= 0; --i) sift_down(i, size, get(i));
+  }
+};
+
+template <class Tree, class IndexRow, class DistRow>
+struct RowHeapCandidates {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using N = Neighbor<T, Index>;
+  Tree const* tree;
+  RowHeapOps<T, Index, IndexRow, DistRow> heap;
+  T top_d2;
+
+  KOKKOS_FUNCTION RowHeapCandidates(Tree const& t, IndexRow idx, DistRow dist, int k, T sq_cutoff)
+      : tree(&t), heap{idx, dist, k}, top_d2(sq_cutoff) {
+    for (int i = 0; i < k; ++i) heap.set(i, N{sq_cutoff, empty_slot_index<Index>()});
+  }
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return top_d2; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FUNCTION void visit(Index s, T d2) {
+    if (d2 > top_d2 || heap.size == 0) return;
+    N const x{d2, tree->original_index(s)};
+    if (!(x < heap.get(0))) return;
+    heap.sift_down(0, heap.size, x);
+    top_d2 = heap.get(0).sq_dist;
+  }
+};
+
+} // namespace kdforge::kernels

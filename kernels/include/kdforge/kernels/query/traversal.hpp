@@ -1,0 +1,96 @@
+#pragma once
+// Depth-first traversals of a left-balanced k-d tree, close child first.
+//
+// stack:      far children wait on a small fixed stack with their plane
+//             distance; popped ones farther than the current bound are skipped.
+// stack_free: Wald's stack-free traversal (cudaKDTree, "stack-free kd-tree
+//             traversal"): the previous node alone tells whether we came down
+//             from the parent or up from the close/far child; parent/child
+//             arithmetic replaces the stack (no local memory on GPUs).
+// Both visit nodes in the same order, so unsorted radius results are the same
+// whichever is used. A visitor provides
+//   T bound() const            squared radius beyond which nothing matters
+//   void visit(Index s, T d2)  node s at squared distance d2 (may be > bound)
+//   bool done() const          stop early (radius count with a cap)
+#include <kdforge/kernels/left_balanced_math.hpp>
+#include <kdforge/types.hpp>
+
+#include <Kokkos_Core.hpp>
+
+namespace kdforge::kernels {
+
+template <class Tree, class Visitor>
+KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Index const n = tree.size();
+  if (n == 0) return;
+  struct Entry {
+    Index node;
+    int level;
+    T plane_d2;
+  } stack[33];
+  int top = 0;
+  Index node = 0;
+  int level = 0;
+  while (true) {
+    while (node < n) {
+      auto const& p = tree.point(node);
+      visitor.visit(node, sq_distance(q, p));
+      if (visitor.done()) return;
+      int const dim = tree.split_dim(node, level);
+      T const diff = q[dim] - p[dim];
+      Index const close = diff < 0 ? 2 * node + 1 : 2 * node + 2;
+      Index const far = diff < 0 ? 2 * node + 2 : 2 * node + 1;
+      ++level;
+      if (far < n) stack[top++] = Entry{far, level, diff * diff};
+      node = close;
+    }
+    do {
+      if (top == 0) return;
+      --top;
+    } while (stack[top].plane_d2 > visitor.bound());
+    node = stack[top].node;
+    level = stack[top].level;
+  }
+}
+
+template <class Tree, class Visitor>
+KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Index const n = tree.size();
+  if (n == 0) return;
+  Index prev = -1;
+  Index curr = 0;
+  int level = 0;
+  while (true) {
+    Index const parent = (curr + 1) / 2 - 1;
+    if (curr >= n) { // a child that does not exist: back up
+      prev = curr;
+      curr = parent;
+      --level;
+      continue;
+    }
+    auto const& p = tree.point(curr);
+    bool const from_parent = prev < curr;
+    if (from_parent) {
+      visitor.visit(curr, sq_distance(q, p));
+      if (visitor.done()) return;
+    }
+    int const dim = tree.split_dim(curr, level);
+    T const diff = q[dim] - p[dim];
+    Index const close = diff < 0 ? 2 * curr + 1 : 2 * curr + 2;
+    Index const far = diff < 0 ? 2 * curr + 2 : 2 * curr + 1;
+    Index next;
+    if (from_parent) next = close;
+    else if (prev == close) next = diff * diff <= visitor.bound() ? far : parent;
+    else next = parent;
+    if (next < 0) return;
+    level += next == parent ? -1 : 1;
+    prev = curr;
+    curr = next;
+  }
+}
+
+} // namespace kdforge::kernels

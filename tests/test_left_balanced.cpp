@@ -1,0 +1,352 @@
+// Left-balanced k-d trees (Wald 2022): builders, invariants, and every query
+// against brute force, on every configured backend.
+#include "brute_force.hpp"
+#include "test_helpers.hpp"
+
+#include <kdforge/kdforge.hpp>
+
+#include <map>
+
+using namespace kdforge;
+using test::Distribution;
+using test::to_device;
+using test::to_host;
+
+namespace {
+
+template <class Tree>
+struct HostTree {
+  std::vector<typename Tree::point_type> pts;
+  std::vector<typename Tree::index_type> idx;
+  std::vector<std::uint8_t> dims;
+};
+template <class Tree>
+HostTree<Tree> host_copy(Tree const& t) {
+  return {to_host(t.points()), to_host(t.original_indices()), to_host(t.split_dims())};
+}
+
+// Every node's left sub-tree <= its split value <= its right sub-tree, in its
+// split dimension; every input point appears exactly once.
+template <class Tree, class T, int D>
+void check_tree(Tree const& tree, std::vector<Point<T, D>> const& input) {
+  auto h = host_copy(tree);
+  std::int64_t const n = std::int64_t(h.pts.size());
+  REQUIRE(n == std::int64_t(input.size()) - tree.dropped_count());
+  std::vector<int> seen(input.size(), 0);
+  for (std::int64_t s = 0; s < n; ++s) {
+    REQUIRE(h.idx[s] >= 0);
+    REQUIRE(std::size_t(h.idx[s]) < input.size());
+    ++seen[h.idx[s]];
+    for (int d = 0; d < D; ++d) REQUIRE(h.pts[s][d] == input[h.idx[s]][d]);
+  }
+  for (auto c : seen) REQUIRE(c <= 1);
+  for (std::int64_t s = 0; s < n; ++s) {
+    int const dim = tree.split_policy() == SplitPolicy::round_robin ? lb::level(s) % D : h.dims[s];
+    T const split = h.pts[s][dim];
+    // walk both sub-trees
+    std::vector<std::int64_t> stack;
+    if (2 * s + 1 < n) stack.push_back(2 * s + 1);
+    while (!stack.empty()) {
+      auto c = stack.back();
+      stack.pop_back();
+      REQUIRE(h.pts[c][dim] <= split);
+      if (2 * c + 1 < n) stack.push_back(2 * c + 1);
+      if (2 * c + 2 < n) stack.push_back(2 * c + 2);
+    }
+    if (2 * s + 2 < n) stack.push_back(2 * s + 2);
+    while (!stack.empty()) {
+      auto c = stack.back();
+      stack.pop_back();
+      REQUIRE(h.pts[c][dim] >= split);
+      if (2 * c + 1 < n) stack.push_back(2 * c + 1);
+      if (2 * c + 2 < n) stack.push_back(2 * c + 2);
+    }
+  }
+}
+
+// Tie-tolerant comparison of one result row with brute force: distances must
+// be equal element by element, and an index may differ from the reference
+// only where the distance is shared with another candidate (here the
+// library's tie-break by index makes even those equal, so we check both).
+template <class T, class Index>
+void check_row(std::vector<Neighbor<T, std::int64_t>> const& ref, Index const* idx, T const* d2, int k) {
+  for (int j = 0; j < k; ++j) {
+    if (j < int(ref.size())) {
+      CHECK(d2[j] == ref[j].sq_dist);
+      CHECK(std::int64_t(idx[j]) == ref[j].index);
+    } else {
+      CHECK(idx[j] == Index(-1));
+      CHECK(std::isinf(d2[j]));
+    }
+  }
+}
+
+template <class Exec, class T, int D, class Index = std::int32_t>
+void check_queries(std::vector<Point<T, D>> const& pts, std::vector<Point<T, D>> const& queries, BuildOptions opts,
+                   Traversal traversal, QueryOrder order) {
+  Exec exec;
+  auto tree = build_left_balanced<Index>(exec, to_device<Exec>(pts, "pts"), opts);
+  check_tree(tree, pts);
+  auto dq = to_device<Exec>(queries, "queries");
+  QueryOptions qo;
+  qo.traversal = traversal;
+  qo.order = order;
+  for (int k : {1, 3, 8, 16, 33, 70}) {
+    CAPTURE(k);
+    auto r = knn(exec, tree, dq, k, qo);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+    auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+    for (std::size_t q = 0; q < queries.size(); ++q) {
+      auto ref = test::brute_knn(pts, queries[q], k, detail::infinity<T>());
+      check_row(ref, &hi(q, 0), &hd(q, 0), k);
+    }
+  }
+  // cutoff radius and closest point
+  double const r = 0.05;
+  qo.cutoff_radius = r;
+  auto c = closest_point(exec, tree, dq, qo);
+  auto ci = to_host(c.indices);
+  auto cd = to_host(c.sq_distances);
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    auto ref = test::brute_knn(pts, queries[q], 1, T(r) * T(r));
+    check_row(ref, &ci[q], &cd[q], 1);
+  }
+  // radius: counts, CSR (sorted and unsorted), capped
+  RadiusOptions ro;
+  ro.traversal = traversal;
+  ro.order = order;
+  auto counts = to_host(radius_count(exec, tree, dq, 0.1, ro));
+  ro.sort = true;
+  auto rs = radius_search(exec, tree, dq, 0.1, ro);
+  auto off = to_host(rs.offsets);
+  auto ri = to_host(rs.indices);
+  auto rd = to_host(rs.sq_distances);
+  ro.sort = false;
+  auto ru = radius_search(exec, tree, dq, 0.1, ro);
+  auto uoff = to_host(ru.offsets);
+  auto ui = to_host(ru.indices);
+  ro.max_neighbors = 5;
+  auto rc = radius_search(exec, tree, dq, 0.1, ro);
+  auto coff = to_host(rc.offsets);
+  auto cidx = to_host(rc.indices);
+  auto cdist = to_host(rc.sq_distances);
+  auto ccounts = to_host(radius_count(exec, tree, dq, 0.1, ro));
+  REQUIRE(off.size() == queries.size() + 1);
+  CHECK(off[0] == 0);
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    auto ref = test::brute_radius(pts, queries[q], T(0.1) * T(0.1));
+    CHECK(counts[q] == std::int64_t(ref.size()));
+    REQUIRE(off[q + 1] - off[q] == std::int64_t(ref.size()));
+    check_row(ref, &ri[off[q]], &rd[off[q]], int(ref.size()));
+    // unsorted rows: the same set
+    std::vector<std::int64_t> got(ui.begin() + uoff[q], ui.begin() + uoff[q + 1]), want;
+    for (auto const& n : ref) want.push_back(n.index);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    CHECK(got == want);
+    // capped: the 5 nearest
+    auto capped = ref;
+    if (capped.size() > 5) capped.resize(5);
+    REQUIRE(coff[q + 1] - coff[q] == std::int64_t(capped.size()));
+    CHECK(ccounts[q] == std::int64_t(capped.size()));
+    check_row(capped, &cidx[coff[q]], &cdist[coff[q]], int(capped.size()));
+  }
+}
+
+} // namespace
+
+TEST_CASE("left-balanced tree arithmetic matches a recursive reference") {
+  for (std::int64_t n = 1; n < 600; ++n) {
+    // ss(s) by recursion
+    std::vector<std::int64_t> ss(n, 0);
+    for (std::int64_t s = n - 1; s >= 0; --s)
+      ss[s] = 1 + (2 * s + 1 < n ? ss[2 * s + 1] : 0) + (2 * s + 2 < n ? ss[2 * s + 2] : 0);
+    int const L = lb::num_levels(n);
+    CHECK(L == lb::level(n - 1) + 1);
+    for (std::int64_t s = 0; s < n; ++s) {
+      CHECK(lb::subtree_size(s, n) == ss[s]);
+      // sb(s, l) = F(l) + sizes of the left siblings on level l
+      int const l = lb::level(s);
+      std::int64_t sb = lb::full(l);
+      for (std::int64_t t = lb::full(l); t < s; ++t) sb += ss[t];
+      CHECK(lb::segment_begin(s, n) == sb);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("the paper's 10-point walkthrough (Wald 2022, section 5)", Exec, KDFORGE_TEST_SPACES) {
+  std::vector<Point<float, 2>> pts{{10, 15}, {46, 63}, {68, 21}, {40, 33}, {25, 54},
+                                    {15, 43}, {44, 58}, {45, 40}, {62, 69}, {53, 67}};
+  // the final array of section 5
+  std::vector<Point<float, 2>> expected{{46, 63}, {15, 43}, {53, 67}, {40, 33}, {44, 58},
+                                        {68, 21}, {62, 69}, {10, 15}, {45, 40}, {25, 54}};
+  for (auto b : {Builder::wald_tags, Builder::presorted_partition}) {
+    BuildOptions o;
+    o.builder = b;
+    auto tree = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), o);
+    auto h = to_host(tree.points());
+    REQUIRE(h.size() == expected.size());
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      CHECK(h[i][0] == expected[i][0]);
+      CHECK(h[i][1] == expected[i][1]);
+    }
+    auto idx = to_host(tree.original_indices());
+    for (std::size_t i = 0; i < h.size(); ++i) CHECK(pts[idx[i]][0] == h[i][0]);
+  }
+}
+
+TEST_CASE_TEMPLATE("all builders give the identical tree, on every backend", Exec, KDFORGE_TEST_SPACES) {
+  for (auto dist : {Distribution::uniform, Distribution::clustered, Distribution::duplicates, Distribution::line,
+                    Distribution::plane}) {
+    for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(7), std::size_t(8),
+                          std::size_t(9), std::size_t(1000), std::size_t(4097), std::size_t(50000)}) {
+      for (auto split : {SplitPolicy::round_robin, SplitPolicy::widest_dimension}) {
+        CAPTURE(n);
+        CAPTURE(int(dist));
+        CAPTURE(int(split));
+        auto pts = test::make_points<float, 3>(n, dist, 1234 + n);
+        BuildOptions a, b;
+        a.builder = Builder::presorted_partition;
+        b.builder = Builder::wald_tags;
+        a.split = b.split = split;
+        auto ta = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), a);
+        auto tb = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), b);
+        auto ts = build_left_balanced(Kokkos::DefaultHostExecutionSpace{},
+                                      to_device<Kokkos::DefaultHostExecutionSpace>(pts, "pts"), a);
+        auto ia = to_host(ta.original_indices());
+        CHECK(ia == to_host(tb.original_indices()));
+        CHECK(ia == to_host(ts.original_indices()));
+        if (split == SplitPolicy::widest_dimension) {
+          CHECK(to_host(ta.split_dims()) == to_host(tb.split_dims()));
+        }
+        check_tree(ta, pts);
+      }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("kNN, closest point and radius search equal brute force", Exec, KDFORGE_TEST_SPACES) {
+  for (auto dist : {Distribution::uniform, Distribution::clustered, Distribution::duplicates, Distribution::plane}) {
+    CAPTURE(int(dist));
+    auto pts = test::make_points<float, 3>(5000, dist, 77);
+    auto queries = test::make_points<float, 3>(700, Distribution::uniform, 78);
+    // some queries on data points (exact zero distances, ties)
+    for (int i = 0; i < 100; ++i) queries[i] = pts[i * 37 % pts.size()];
+    for (auto tr : {Traversal::stack, Traversal::stack_free}) {
+      for (auto split : {SplitPolicy::round_robin, SplitPolicy::widest_dimension}) {
+        BuildOptions o;
+        o.split = split;
+        check_queries<Exec>(pts, queries, o, tr, QueryOrder::automatic);
+      }
+    }
+    BuildOptions o;
+    check_queries<Exec>(pts, queries, o, Traversal::automatic, QueryOrder::morton);
+  }
+}
+
+TEST_CASE_TEMPLATE("double precision, other dimensions and 64-bit indices", Exec, KDFORGE_TEST_SPACES) {
+  {
+    auto pts = test::make_points<double, 2>(3000, Distribution::clustered, 5);
+    auto queries = test::make_points<double, 2>(300, Distribution::uniform, 6);
+    check_queries<Exec, double, 2, std::int64_t>(pts, queries, {}, Traversal::automatic, QueryOrder::automatic);
+  }
+  {
+    auto pts = test::make_points<float, 4>(3000, Distribution::uniform, 7);
+    auto queries = test::make_points<float, 4>(300, Distribution::uniform, 8);
+    BuildOptions o;
+    o.split = SplitPolicy::widest_dimension;
+    check_queries<Exec>(pts, queries, o, Traversal::automatic, QueryOrder::automatic);
+  }
+  {
+    auto pts = test::make_points<float, 16>(2000, Distribution::clustered, 9);
+    auto queries = test::make_points<float, 16>(100, Distribution::clustered, 10);
+    check_queries<Exec>(pts, queries, {}, Traversal::stack, QueryOrder::automatic);
+  }
+}
+
+TEST_CASE_TEMPLATE("identical query results on every backend", Exec, KDFORGE_TEST_SPACES) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  auto pts = test::make_points<float, 3>(20000, Distribution::duplicates, 21);
+  auto queries = test::make_points<float, 3>(2000, Distribution::uniform, 22);
+  auto t1 = build_left_balanced(Exec{}, to_device<Exec>(pts, "p"));
+  auto t2 = build_left_balanced(Host{}, to_device<Host>(pts, "p"));
+  auto r1 = knn(Exec{}, t1, to_device<Exec>(queries, "q"), 10);
+  auto r2 = knn(Host{}, t2, to_device<Host>(queries, "q"), 10);
+  auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r1.indices);
+  auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r2.indices);
+  for (std::size_t q = 0; q < queries.size(); ++q)
+    for (int j = 0; j < 10; ++j) CHECK(a(q, j) == b(q, j));
+  RadiusOptions ro; // unsorted rows: identical traversal order everywhere
+  auto s1 = radius_search(Exec{}, t1, to_device<Exec>(queries, "q"), 0.2, ro);
+  auto s2 = radius_search(Host{}, t2, to_device<Host>(queries, "q"), 0.2, ro);
+  CHECK(to_host(s1.offsets) == to_host(s2.offsets));
+  CHECK(to_host(s1.indices) == to_host(s2.indices));
+}
+
+TEST_CASE_TEMPLATE("adversarial inputs get clear answers", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  SUBCASE("empty point set: valid empty tree, no neighbours") {
+    auto tree = build_left_balanced(exec, Kokkos::View<Point<float, 3>*, typename Exec::memory_space>("none", 0));
+    CHECK(tree.size() == 0);
+    auto q = to_device<Exec>(test::make_points<float, 3>(5, Distribution::uniform, 1), "q");
+    auto r = knn(exec, tree, q, 4);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 4; ++j) CHECK(hi(i, j) == -1);
+    CHECK(to_host(radius_count(exec, tree, q, 1.0)) == std::vector<std::int64_t>(5, 0));
+    auto rs = radius_search(exec, tree, q, 1.0);
+    CHECK(rs.indices.extent(0) == 0);
+  }
+  SUBCASE("one point, and k > N") {
+    std::vector<Point<double, 3>> pts{{1, 2, 3}};
+    auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+    auto r = knn(exec, tree, to_device<Exec>(std::vector<Point<double, 3>>{{0, 0, 0}}, "q"), 3);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+    auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+    CHECK(hi(0, 0) == 0);
+    CHECK(hd(0, 0) == 14.0);
+    CHECK(hi(0, 1) == -1);
+    CHECK(std::isinf(hd(0, 2)));
+  }
+  SUBCASE("all-identical points: ties broken by index") {
+    std::vector<Point<float, 3>> pts(1000, Point<float, 3>{{0.5f, 0.5f, 0.5f}});
+    auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+    check_tree(tree, pts);
+    auto r = knn(exec, tree, to_device<Exec>(std::vector<Point<float, 3>>{{0.f, 0.f, 0.f}}, "q"), 5);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+    for (int j = 0; j < 5; ++j) CHECK(hi(0, j) == j);
+  }
+  SUBCASE("NaN and infinity: rejected with the index, or dropped") {
+    auto pts = test::make_points<float, 3>(100, Distribution::uniform, 3);
+    pts[42][1] = std::numeric_limits<float>::quiet_NaN();
+    pts[77][2] = std::numeric_limits<float>::infinity();
+    auto d = to_device<Exec>(pts, "p");
+    try {
+      build_left_balanced(exec, d);
+      FAIL("expected an error");
+    } catch (kdforge::Error const& e) {
+      CHECK(std::string(e.what()).find("point 42") != std::string::npos);
+    }
+    BuildOptions o;
+    o.non_finite = NonFinitePolicy::drop;
+    auto tree = build_left_balanced(exec, d, o);
+    CHECK(tree.size() == 98);
+    CHECK(tree.dropped_count() == 2);
+    check_tree(tree, pts);
+    // the caller's View is untouched
+    auto back = to_host(d);
+    CHECK(std::isnan(back[42][1]));
+    CHECK(back[0][0] == pts[0][0]);
+  }
+  SUBCASE("bad query arguments") {
+    auto tree = build_left_balanced(exec, to_device<Exec>(test::make_points<float, 3>(10, Distribution::uniform, 1), "p"));
+    auto q = to_device<Exec>(test::make_points<float, 3>(2, Distribution::uniform, 2), "q");
+    CHECK_THROWS_AS(knn(exec, tree, q, 0), kdforge::Error);
+    CHECK_THROWS_AS(knn(exec, tree, q, -3), kdforge::Error);
+    CHECK_THROWS_AS(radius_count(exec, tree, q, -1.0), kdforge::Error);
+    CHECK_THROWS_AS(radius_search(exec, tree, q, std::nan("")), kdforge::Error);
+    QueryOptions qo;
+    qo.cutoff_radius = -2;
+    CHECK_THROWS_AS(closest_point(exec, tree, q, qo), kdforge::Error);
+  }
+}
