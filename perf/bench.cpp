@@ -148,7 +148,8 @@ int main(int argc, char** argv) {
   kdforge::QueryOptions qo;
   qo.traversal = a.traversal == "stack" ? kdforge::Traversal::stack
                  : a.traversal == "stack_free" ? kdforge::Traversal::stack_free : kdforge::Traversal::automatic;
-  int const sample = int(std::min<long>(1000, a.m));
+  // brute force costs N per sampled query: keep the check to ~2e9 distance evaluations
+  int const sample = int(std::min<long>(a.m, std::max<long>(10, std::min<long>(1000, 2000000000L / a.n))));
   auto verify_knn = [&](auto const& r, int k) {
     auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
     auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);

@@ -15,7 +15,8 @@ namespace kdforge::test {
 
 // Every test runs on the configured default space and, where it differs, on
 // Kokkos::Serial, so one binary compares the build's backend to the serial one.
-#if defined(KOKKOS_ENABLE_SERIAL)
+#if defined(KOKKOS_ENABLE_SERIAL) && \
+    (defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_OPENMP) || defined(KOKKOS_ENABLE_THREADS))
 #define KDFORGE_TEST_SPACES Kokkos::DefaultExecutionSpace, Kokkos::Serial
 #else
 #define KDFORGE_TEST_SPACES Kokkos::DefaultExecutionSpace

@@ -29,6 +29,18 @@ KOKKOS_FUNCTION std::uint64_t morton_code(Point<T, D> const& q, Box<T, D> const&
   return code;
 }
 
+template <class QV, class B, class Codes, class Order>
+struct MortonCodes {
+  QV queries;
+  B box;
+  Codes codes;
+  Order order;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    codes(i) = morton_code(queries(i), box);
+    order(i) = typename Order::value_type(i);
+  }
+};
+
 /// order(i): the query to process i-th.
 template <class Exec, class T, int D, class Index>
 Kokkos::View<Index*, typename Exec::memory_space>
@@ -37,11 +49,9 @@ morton_order(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_
   std::int64_t const m = std::int64_t(queries.extent(0));
   Kokkos::View<Index*, typename Exec::memory_space> order(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::order"), m);
   Kokkos::View<std::uint64_t*, typename Exec::memory_space> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::morton"), m);
-  Kokkos::parallel_for(
-      "kdforge::query::morton", Kokkos::RangePolicy<Exec>(exec, 0, m), KOKKOS_LAMBDA(std::int64_t i) {
-        codes(i) = morton_code(queries(i), box);
-        order(i) = Index(i);
-      });
+  Kokkos::parallel_for("kdforge::query::morton", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                       MortonCodes<std::decay_t<decltype(queries)>, Box<T, D>, decltype(codes), decltype(order)>{
+                           queries, box, codes, order});
   backend::sort_by_key(exec, codes, order, 0, 63);
   return order;
 }

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs kdforge's build dependencies from Debian's packages when missing
+# (as root, or through sudo). Kokkos itself is bootstrapped by CMake.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "[kdforge] installing: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The test command: on a fresh Debian machine, installs what is missing,
+# builds kdforge for each CPU backend and runs its test suite, and compiles
+# (without running) the Cuda configuration where nvcc exists, so CUDA code
+# cannot rot on machines without a GPU.
+#
+#   bash tests/run-tests.sh
+#
+# Environment:
+#   KDFORGE_TEST_BACKENDS  CPU backends to build and test (default "Serial OpenMP")
+#   KDFORGE_CUDA           auto (default: compile if nvcc exists) | off | run (also run on a GPU)
+#   KDFORGE_BUILD_ROOT     where build trees go (default ./build-tests)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+here=$PWD
+backends=${KDFORGE_TEST_BACKENDS:-Serial OpenMP}
+cuda=${KDFORGE_CUDA:-auto}
+root=${KDFORGE_BUILD_ROOT:-$here/build-tests}
+jobs=${KDFORGE_BUILD_JOBS:-$(nproc)}
+
+bash cmake/install-deps.sh
+
+if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+failed=0
+for b in $backends; do
+  echo "=== kdforge: $b backend: configure, build, test"
+  cmake -S . -B "$root/$b" -G Ninja -DKDFORGE_BACKEND="$b" -DCMAKE_BUILD_TYPE=Release
+  cmake --build "$root/$b" --parallel "$jobs"
+  (cd "$root/$b" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
+done
+
+if [ "$cuda" != off ] && command -v nvcc >/dev/null; then
+  echo "=== kdforge: Cuda backend: configure and compile (sm_90)"
+  cmake -S . -B "$root/Cuda" -G Ninja -DKDFORGE_BACKEND=Cuda -DCMAKE_BUILD_TYPE=Release
+  cmake --build "$root/Cuda" --parallel "$jobs"
+  if [ "$cuda" = run ]; then
+    (cd "$root/Cuda" && ctest --output-on-failure) || failed=1
+  else
+    echo "=== kdforge: Cuda tests compiled, not run (no GPU here; see README: running the tests on a GPU)"
+  fi
+elif [ "$cuda" = run ]; then
+  echo "KDFORGE_CUDA=run but nvcc was not found" >&2; failed=1
+fi
+exit $failed
