@@ -2,7 +2,7 @@
 # Installs kdforge's build dependencies from Debian's packages when missing
 # (as root, or through sudo). Kokkos itself is bootstrapped by CMake.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev)
+pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-dev nlohmann-json3-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

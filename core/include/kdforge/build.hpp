@@ -73,6 +73,41 @@ std::int64_t first_non_finite(Exec const& exec, Kokkos::View<Point<T, D>*, typen
   return first;
 }
 
+/// The points a builder works on: the caller's, or only the finite ones
+/// (with their input indices) under NonFinitePolicy::drop.
+template <class Index, class Exec, class T, int D>
+struct FiniteInput {
+  Kokkos::View<Point<T, D>*, typename Exec::memory_space> pts;
+  Kokkos::View<Index*, typename Exec::memory_space> input_index; ///< empty unless points were dropped
+  std::int64_t dropped = 0;
+};
+
+template <class Index, class Exec, class T, int D>
+FiniteInput<Index, Exec, T, D> finite_input(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_space> pts,
+                                            NonFinitePolicy policy, char const* where) {
+  using MS = typename Exec::memory_space;
+  FiniteInput<Index, Exec, T, D> r{pts, {}, 0};
+  std::int64_t const bad = first_non_finite(exec, pts);
+  if (bad == std::numeric_limits<std::int64_t>::max()) return r;
+  if (policy == NonFinitePolicy::reject) {
+    fail(where, "point ", bad,
+         " has a NaN or infinite coordinate; fix the input or set "
+         "non_finite = NonFinitePolicy::drop in the build options to leave such points out");
+  }
+  // Drop: compact the finite points, remembering their input indices.
+  std::int64_t const n = std::int64_t(pts.extent(0));
+  Kokkos::View<std::int64_t*, MS> pos("kdforge::build::drop_pos", n);
+  Kokkos::parallel_for("kdforge::build::drop_flags", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                       FiniteFlags<decltype(pts), decltype(pos)>{pts, pos});
+  std::int64_t const kept = backend::exclusive_scan(exec, pos, pos);
+  r.dropped = n - kept;
+  r.pts = Kokkos::View<Point<T, D>*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points_input"), kept);
+  r.input_index = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::input_index"), kept);
+  Kokkos::parallel_for("kdforge::build::drop_scatter", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                       CompactFinite<decltype(pts), decltype(pos), decltype(r.input_index)>{pts, pos, r.pts, r.input_index});
+  return r;
+}
+
 template <class Index, class Exec, class T, int D>
 LeftBalancedTree<typename Exec::memory_space, T, D, Index>
 build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_space> pts,
@@ -80,28 +115,10 @@ build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
   using MS = typename Exec::memory_space;
   using Tree = LeftBalancedTree<MS, T, D, Index>;
 
-  Kokkos::View<Index*, MS> input_index; // only when points were dropped
-  std::int64_t dropped = 0;
-  std::int64_t const bad = first_non_finite(exec, pts);
-  if (bad != std::numeric_limits<std::int64_t>::max()) {
-    if (options.non_finite == NonFinitePolicy::reject) {
-      fail("build_left_balanced", "point ", bad,
-           " has a NaN or infinite coordinate; fix the input or set "
-           "BuildOptions::non_finite = NonFinitePolicy::drop to leave such points out");
-    }
-    // Drop: compact the finite points, remembering their input indices.
-    std::int64_t const n = std::int64_t(pts.extent(0));
-    Kokkos::View<std::int64_t*, MS> pos("kdforge::build::drop_pos", n);
-    Kokkos::parallel_for("kdforge::build::drop_flags", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         FiniteFlags<decltype(pts), decltype(pos)>{pts, pos});
-    std::int64_t const kept = backend::exclusive_scan(exec, pos, pos);
-    dropped = n - kept;
-    Kokkos::View<Point<T, D>*, MS> compact(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points_input"), kept);
-    input_index = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::input_index"), kept);
-    Kokkos::parallel_for("kdforge::build::drop_scatter", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         CompactFinite<decltype(pts), decltype(pos), decltype(input_index)>{pts, pos, compact, input_index});
-    pts = compact;
-  }
+  auto const input = finite_input<Index>(exec, pts, options.non_finite, "build_left_balanced");
+  pts = input.pts;
+  auto const& input_index = input.input_index;
+  std::int64_t const dropped = input.dropped;
 
   std::int64_t const n = std::int64_t(pts.extent(0));
   Box<T, D> const bounds = backend::bounding_box(exec, pts);

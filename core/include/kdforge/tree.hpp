@@ -36,6 +36,10 @@ public:
   /// Number of points in the tree.
   KOKKOS_FUNCTION Index size() const { return m_size; }
   KOKKOS_FUNCTION bool empty() const { return m_size == 0; }
+  /// Node slots of the tree: one per point (the traversals' common interface
+  /// with MedianTree, whose last level may have empty slots).
+  KOKKOS_FUNCTION Index node_count() const { return m_size; }
+  KOKKOS_FORCEINLINE_FUNCTION constexpr bool has_node(Index) const { return true; }
   /// Point of node s (tree order).
   KOKKOS_FORCEINLINE_FUNCTION point_type const& point(Index s) const { return m_points(s); }
   /// Index of node s's point in the caller's input.

@@ -89,6 +89,32 @@ typename OutView::value_type exclusive_scan(Exec const& exec, InView const& in, 
   return detail::exclusive_scan_impl(exec, in.data(), out.data(), in.extent(0));
 }
 
+namespace detail {
+// Host backends scan synchronously; their workspace stays unused.
+template <class Exec, class T, class W>
+void exclusive_scan_async_impl(Exec const& exec, T const* in, T* out, std::size_t n, W&) {
+  exclusive_scan_impl(exec, in, out, n);
+}
+} // namespace detail
+
+/// out(i) = in(0) + ... + in(i-1), in place allowed, without returning the
+/// total: no fence on GPUs, so repeated scans (the split-and-sort builder
+/// does one per radix pass) queue up behind each other. `workspace` holds
+/// the vendor scan's temporary storage and grows as needed; keep it alive
+/// across calls on the same instance.
+template <class Exec, class InView, class OutView>
+void exclusive_scan_async(Exec const& exec, InView const& in, OutView const& out,
+                          Kokkos::View<char*, typename Exec::memory_space>& workspace) {
+  using T = typename OutView::value_type;
+  static_assert(std::is_same<typename InView::non_const_value_type, T>::value,
+                "kdforge::backend::exclusive_scan_async: in and out must hold the same type");
+  static_assert(std::is_arithmetic<T>::value, "kdforge::backend::exclusive_scan_async: arithmetic values only");
+  detail::check_view<Exec>(in, "exclusive_scan_async: in");
+  detail::check_view<Exec>(out, "exclusive_scan_async: out");
+  KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan_async", "in and out differ in length");
+  detail::exclusive_scan_async_impl(exec, in.data(), out.data(), in.extent(0), workspace);
+}
+
 /// Bounding box (per-dimension min and max) of a View of kdforge::Point.
 /// An empty View gives Box::empty().
 template <class Exec, class PointView>

@@ -97,6 +97,17 @@ T exclusive_scan_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t
   return last_out + last_in;
 }
 
+template <class T>
+void exclusive_scan_async_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n,
+                               Kokkos::View<char*, Kokkos::CudaSpace>& workspace) {
+  if (n == 0) return;
+  int const num = cuda_num_items(n);
+  std::size_t bytes = 0;
+  cuda_check(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, num, exec.cuda_stream()), "cub::DeviceScan::ExclusiveSum (size query)");
+  if (workspace.extent(0) < bytes) workspace = cuda_temp_storage(bytes);
+  cuda_check(cub::DeviceScan::ExclusiveSum(workspace.data(), bytes, in, out, num, exec.cuda_stream()), "cub::DeviceScan::ExclusiveSum");
+}
+
 template <class T, int D>
 struct PointToBox {
   KOKKOS_FUNCTION Box<T, D> operator()(Point<T, D> const& p) const {

@@ -1,5 +1,8 @@
 #pragma once
-// Depth-first traversals of a left-balanced k-d tree, close child first.
+// Depth-first traversals of a k-d tree stored as a complete binary tree
+// (LeftBalancedTree, MedianTree), close child first. A tree provides
+// node_count() slots, has_node(s) for slots that may be empty (only leaves
+// may be), point(s), original_index(s) and split_dim(s, level).
 //
 // stack:      far children wait on a small fixed stack with their plane
 //             distance; popped ones farther than the current bound are skipped.
@@ -23,7 +26,7 @@ template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor) {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
-  Index const n = tree.size();
+  Index const n = tree.node_count();
   if (n == 0) return;
   struct Entry {
     Index node;
@@ -34,7 +37,7 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
   Index node = 0;
   int level = 0;
   while (true) {
-    while (node < n) {
+    while (node < n && tree.has_node(node)) {
       auto const& p = tree.point(node);
       visitor.visit(node, sq_distance(q, p));
       if (visitor.done()) return;
@@ -43,7 +46,7 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
       Index const close = diff < 0 ? 2 * node + 1 : 2 * node + 2;
       Index const far = diff < 0 ? 2 * node + 2 : 2 * node + 1;
       ++level;
-      if (far < n) stack[top++] = Entry{far, level, diff * diff};
+      if (far < n && tree.has_node(far)) stack[top++] = Entry{far, level, diff * diff};
       node = close;
     }
     do {
@@ -59,14 +62,14 @@ template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor) {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
-  Index const n = tree.size();
+  Index const n = tree.node_count();
   if (n == 0) return;
   Index prev = -1;
   Index curr = 0;
   int level = 0;
   while (true) {
     Index const parent = (curr + 1) / 2 - 1;
-    if (curr >= n) { // a child that does not exist: back up
+    if (curr >= n || !tree.has_node(curr)) { // a child that does not exist: back up
       prev = curr;
       curr = parent;
       --level;

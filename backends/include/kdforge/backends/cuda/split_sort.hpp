@@ -1,0 +1,126 @@
+#pragma once
+// CUDA form of Algorithm 4 of Wehr & Radkowski 2018 (parallel histogram
+// creation of the segmented radix sort): one thread per position, the block's
+// two histograms h0/h1 in __shared__ memory, counted with shared-memory
+// atomicAdd (fast since Maxwell, which the paper names as crucial), then
+// stored into the column-major global histogram by the whole block. Launched
+// on the Kokkos instance's stream with TPB threads per block. The portable
+// Kokkos-team form is in kernels/build/split_sort.hpp and gives identical
+// counts.
+//
+// The distribution (Algorithm 5) differs here: the paper gives each block
+// histogram to one thread, which walks the block's TPB elements in order;
+// that loop is the step the paper finds slower for larger TPB, and on a GPU
+// with 100k+ resident threads it leaves most of them idle. Here every element
+// has its own thread and computes its stable rank among the block's elements
+// of the same (chunk, digit) from a warp match (__match_any_sync: equal
+// digits in the warp, counted below the lane) plus the counts of the warps
+// before it in shared memory. Same output positions, fully parallel.
+#include <kdforge/error.hpp>
+#include <kdforge/kernels/build/split_sort_math.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kdforge::backend::cuda {
+
+template <class K>
+__global__ void split_sort_histogram_kernel(split_sort::LevelGeometry geo, K const* __restrict__ keys,
+                                            std::uint32_t* __restrict__ hist, int shift) {
+  extern __shared__ std::uint32_t h[]; // h0 = h[0, base), h1 = h[base, 2 base)
+  int const base = geo.base;
+  std::int64_t const b = blockIdx.x;
+  for (int t = threadIdx.x; t < 2 * base; t += blockDim.x) h[t] = 0;
+  __shared__ split_sort::BlockChunks bc;
+  __shared__ std::int64_t gs0, ge0, ge1;
+  if (threadIdx.x == 0) {
+    bc = geo.block(b);
+    gs0 = geo.chunk_first_entry(bc.c0);
+    ge0 = geo.chunk_first_entry(bc.c0 + 1);
+    ge1 = bc.two ? geo.chunk_first_entry(bc.c0 + 2) : ge0;
+  }
+  __syncthreads();
+  std::int64_t const i = b * geo.tpb + threadIdx.x;
+  if (i < geo.n && i != bc.lead && i != bc.split) {
+    int const digit = int((keys[i] >> shift) & K(base - 1));
+    atomicAdd(&h[(i > bc.split ? base : 0) + digit], 1u);
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < 2 * base; t += blockDim.x) {
+    int const s = t / base, digit = t % base;
+    bool const second = s == 1 && bc.two;
+    hist[geo.slot(2 * b + s, digit, second ? ge0 : gs0, second ? ge1 : ge0)] = h[t];
+  }
+}
+
+template <class K>
+void split_sort_histogram(Kokkos::Cuda const& exec, split_sort::LevelGeometry const& geo, K const* keys,
+                          std::uint32_t* hist, int shift) {
+  if (geo.blocks == 0) return;
+  KDFORGE_REQUIRE(geo.blocks <= 0x7fffffff, "split_sort", "too many blocks");
+  std::size_t const shared = std::size_t(2 * geo.base) * sizeof(std::uint32_t);
+  split_sort_histogram_kernel<K><<<unsigned(geo.blocks), unsigned(geo.tpb), shared, exec.cuda_stream()>>>(geo, keys, hist, shift);
+  cudaError_t const err = cudaGetLastError();
+  if (err != cudaSuccess) ::kdforge::detail::fail("split_sort", "histogram kernel launch failed: ", cudaGetErrorString(err));
+}
+
+template <class K, class I>
+__global__ void split_sort_distribute_kernel(split_sort::LevelGeometry geo, K const* __restrict__ keys,
+                                             K* __restrict__ keys_out, I const* __restrict__ idx, I* __restrict__ idx_out,
+                                             std::uint32_t const* __restrict__ hist, int shift) {
+  extern __shared__ std::uint32_t cnt[]; // [warp][slot * base + digit]
+  int const base = geo.base;
+  int const row = 2 * base;
+  int const warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  std::int64_t const b = blockIdx.x;
+  for (int t = threadIdx.x; t < warps * row; t += blockDim.x) cnt[t] = 0;
+  __shared__ split_sort::BlockChunks bc;
+  __shared__ std::int64_t gs0, ge0, ge1;
+  if (threadIdx.x == 0) {
+    bc = geo.block(b);
+    gs0 = geo.chunk_first_entry(bc.c0);
+    ge0 = geo.chunk_first_entry(bc.c0 + 1);
+    ge1 = bc.two ? geo.chunk_first_entry(bc.c0 + 2) : ge0;
+  }
+  __syncthreads();
+  std::int64_t const i = b * geo.tpb + threadIdx.x;
+  bool const active = i < geo.n && i != bc.lead && i != bc.split;
+  K key{};
+  int sd = -1 - lane; // inactive lanes match nobody
+  if (active) {
+    key = keys[i];
+    sd = (i > bc.split ? base : 0) + int((key >> shift) & K(base - 1));
+  }
+  unsigned const same = __match_any_sync(0xffffffffu, sd);
+  unsigned const below = same & ((1u << lane) - 1u);
+  if (active && below == 0) cnt[warp * row + sd] = __popc(same);
+  __syncthreads();
+  if (!active) return;
+  std::uint32_t rank = __popc(below);
+  for (int w = 0; w < warp; ++w) rank += cnt[w * row + sd];
+  int const s = sd >= base ? 1 : 0, digit = sd - s * base;
+  bool const second = s == 1 && bc.two;
+  std::int64_t const out =
+      std::int64_t(hist[geo.slot(2 * b + s, digit, second ? ge0 : gs0, second ? ge1 : ge0)]) + rank + bc.c0 + s;
+  keys_out[out] = key;
+  idx_out[out] = idx[i];
+}
+
+/// Shared memory the distribution kernel needs; above 48 KiB the portable
+/// distribution is used instead.
+inline std::size_t split_sort_distribute_shared(split_sort::LevelGeometry const& geo) {
+  return std::size_t(geo.tpb / 32) * std::size_t(2 * geo.base) * sizeof(std::uint32_t);
+}
+
+template <class K, class I>
+void split_sort_distribute(Kokkos::Cuda const& exec, split_sort::LevelGeometry const& geo, K const* keys, K* keys_out,
+                           I const* idx, I* idx_out, std::uint32_t const* hist, int shift) {
+  if (geo.blocks == 0) return;
+  split_sort_distribute_kernel<K, I><<<unsigned(geo.blocks), unsigned(geo.tpb), split_sort_distribute_shared(geo),
+                                       exec.cuda_stream()>>>(geo, keys, keys_out, idx, idx_out, hist, shift);
+  cudaError_t const err = cudaGetLastError();
+  if (err != cudaSuccess) ::kdforge::detail::fail("split_sort", "distribution kernel launch failed: ", cudaGetErrorString(err));
+}
+
+} // namespace kdforge::backend::cuda

@@ -1,0 +1,102 @@
+#pragma once
+// Every query of a built tree against brute force: kNN for several k (with
+// k > 32 taking the heap path), closest point with a cutoff, radius counts,
+// sorted, unsorted and capped radius search. Shared by the builders' tests.
+#include "brute_force.hpp"
+#include "test_helpers.hpp"
+
+#include <kdforge/query.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace kdforge::test {
+
+// Tie-tolerant comparison of one result row with brute force: distances must
+// be equal element by element, and an index may differ from the reference
+// only where the distance is shared with another candidate (here the
+// library's tie-break by index makes even those equal, so we check both).
+template <class T, class Index>
+void check_row(std::vector<Neighbor<T, std::int64_t>> const& ref, Index const* idx, T const* d2, int k) {
+  for (int j = 0; j < k; ++j) {
+    if (j < int(ref.size())) {
+      CHECK(d2[j] == ref[j].sq_dist);
+      CHECK(std::int64_t(idx[j]) == ref[j].index);
+    } else {
+      CHECK(idx[j] == Index(-1));
+      CHECK(std::isinf(d2[j]));
+    }
+  }
+}
+
+template <class Exec, class Tree, class T, int D>
+void check_all_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, D>> const& pts,
+                       std::vector<Point<T, D>> const& queries, Traversal traversal, QueryOrder order) {
+  auto dq = to_device<Exec>(queries, "queries");
+  QueryOptions qo;
+  qo.traversal = traversal;
+  qo.order = order;
+  for (int k : {1, 3, 8, 16, 33, 70}) {
+    CAPTURE(k);
+    auto r = knn(exec, tree, dq, k, qo);
+    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+    auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+    for (std::size_t q = 0; q < queries.size(); ++q) {
+      auto ref = brute_knn(pts, queries[q], k, detail::infinity<T>());
+      check_row(ref, &hi(q, 0), &hd(q, 0), k);
+    }
+  }
+  // cutoff radius and closest point
+  double const r = 0.05;
+  qo.cutoff_radius = r;
+  auto c = closest_point(exec, tree, dq, qo);
+  auto ci = to_host(c.indices);
+  auto cd = to_host(c.sq_distances);
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    auto ref = brute_knn(pts, queries[q], 1, T(r) * T(r));
+    check_row(ref, &ci[q], &cd[q], 1);
+  }
+  // radius: counts, CSR (sorted and unsorted), capped
+  RadiusOptions ro;
+  ro.traversal = traversal;
+  ro.order = order;
+  auto counts = to_host(radius_count(exec, tree, dq, 0.1, ro));
+  ro.sort = true;
+  auto rs = radius_search(exec, tree, dq, 0.1, ro);
+  auto off = to_host(rs.offsets);
+  auto ri = to_host(rs.indices);
+  auto rd = to_host(rs.sq_distances);
+  ro.sort = false;
+  auto ru = radius_search(exec, tree, dq, 0.1, ro);
+  auto uoff = to_host(ru.offsets);
+  auto ui = to_host(ru.indices);
+  ro.max_neighbors = 5;
+  auto rc = radius_search(exec, tree, dq, 0.1, ro);
+  auto coff = to_host(rc.offsets);
+  auto cidx = to_host(rc.indices);
+  auto cdist = to_host(rc.sq_distances);
+  auto ccounts = to_host(radius_count(exec, tree, dq, 0.1, ro));
+  REQUIRE(off.size() == queries.size() + 1);
+  CHECK(off[0] == 0);
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    auto ref = brute_radius(pts, queries[q], T(0.1) * T(0.1));
+    CHECK(counts[q] == std::int64_t(ref.size()));
+    REQUIRE(off[q + 1] - off[q] == std::int64_t(ref.size()));
+    check_row(ref, &ri[off[q]], &rd[off[q]], int(ref.size()));
+    // unsorted rows: the same set
+    std::vector<std::int64_t> got(ui.begin() + uoff[q], ui.begin() + uoff[q + 1]), want;
+    for (auto const& n : ref) want.push_back(n.index);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    CHECK(got == want);
+    // capped: the 5 nearest
+    auto capped = ref;
+    if (capped.size() > 5) capped.resize(5);
+    REQUIRE(coff[q + 1] - coff[q] == std::int64_t(capped.size()));
+    CHECK(ccounts[q] == std::int64_t(capped.size()));
+    check_row(capped, &cidx[coff[q]], &cdist[coff[q]], int(capped.size()));
+  }
+}
+
+} // namespace kdforge::test
