@@ -2,7 +2,9 @@
 # Installs kdforge's build dependencies from Debian's packages when missing
 # (as root, or through sudo). Kokkos itself is bootstrapped by CMake.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-dev nlohmann-json3-dev)
+pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-dev nlohmann-json3-dev
+      # the benchmark driver's baseline and the comparison report's plots (perf/)
+      libnanoflann-dev python3 gnuplot-nox)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

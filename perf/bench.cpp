@@ -1,208 +1,312 @@
-// kdforge-bench: builds left-balanced k-d trees and runs queries over uniform
-// random float3 points, timing each phase (fenced, warm-up + repetitions,
-// min/median/max) and verifying a sample of queries against brute force, so
-// no time is reported for wrong answers.
+// kdforge-bench: builds kdforge's k-d trees and runs its queries on this
+// build's Kokkos backend, timing each phase (fenced, warm-up + repetitions,
+// min/median/max; result copy-back separately; peak device memory of the
+// build) and checking every row against brute force on a sample of queries,
+// so no time is reported for wrong answers. Optionally runs the nanoflann CPU
+// baseline on the same points. Prints a table and appends JSON lines.
 //
-//   kdforge-bench [--n N] [--m M] [--k K[,K...]] [--neighbors T] [--reps R]
-//                 [--builder partition|tags|all] [--split round_robin|widest]
-//                 [--traversal auto|stack|stack_free] [--seed S]
-#include <kdforge/kdforge.hpp>
+//   kdforge-bench --help          (every flag, bench/cli.cpp)
+//
+// Layout: bench/cli.cpp (flags), bench/pointset.cpp (distributions, point
+// files), bench/builders.hpp (the builder registry), bench/kdforge_runner.hpp
+// (timed kdforge runs, compiled per (dtype, dim) case by
+// bench/kdforge_case.cpp), bench/nanoflann_runner.cpp (baseline),
+// bench/verify.hpp (brute force and checks), bench/env.cpp (device facts).
+// Exit status: 0 all rows verified, 1 a check failed, 2 bad flags or input
+// files, 3 any other error.
+#include "bench/cli.hpp"
+#include "bench/options.hpp"
+#include "bench/pointset.hpp"
+#include "kdforge_bench_build_info.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <kdforge/version.hpp>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <random>
-#include <sstream>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
+namespace kdforge_bench {
 namespace {
 
-using Exec = Kokkos::DefaultExecutionSpace;
-using MS = Exec::memory_space;
-using P = kdforge::Point<float, 3>;
-
-struct Args {
-  long n = 1000000, m = 1000000;
-  std::vector<int> ks{1, 8, 16};
-  double neighbors = 8; // target mean neighbour count of the radius search
-  int reps = 5;
-  std::string builder = "all", split = "round_robin", traversal = "auto";
-  unsigned seed = 1;
-};
-
-[[noreturn]] void usage(char const* msg) {
-  std::fprintf(stderr,
-               "kdforge-bench: %s\n"
-               "usage: kdforge-bench [--n N] [--m M] [--k K[,K...]] [--neighbors T] [--reps R]\n"
-               "                     [--builder partition|tags|all] [--split round_robin|widest]\n"
-               "                     [--traversal auto|stack|stack_free] [--seed S]\n",
-               msg);
-  std::exit(2);
-}
-
-Args parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string const f = argv[i];
-    if (f == "--help" || f == "-h") usage("benchmark of kdforge's left-balanced trees");
-    if (f.rfind("--kokkos", 0) == 0) continue;
-    if (i + 1 >= argc) usage(("missing value after " + f).c_str());
-    std::string const v = argv[++i];
-    char* end = nullptr;
-    auto num = [&](double lo) {
-      double const x = std::strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != 0 || !(x >= lo)) usage(("bad value for " + f + ": " + v).c_str());
-      return x;
-    };
-    if (f == "--n") a.n = long(num(1));
-    else if (f == "--m") a.m = long(num(1));
-    else if (f == "--reps") a.reps = int(num(1));
-    else if (f == "--neighbors") a.neighbors = num(1);
-    else if (f == "--seed") a.seed = unsigned(num(0));
-    else if (f == "--k") {
-      a.ks.clear();
-      std::stringstream ss(v);
-      std::string t;
-      while (std::getline(ss, t, ',')) {
-        int const k = std::atoi(t.c_str());
-        if (k < 1) usage(("bad k: " + t).c_str());
-        a.ks.push_back(k);
-      }
-    } else if (f == "--builder") a.builder = v;
-    else if (f == "--split") a.split = v;
-    else if (f == "--traversal") a.traversal = v;
-    else usage(("unknown flag " + f).c_str());
-  }
-  if (a.builder != "all" && a.builder != "partition" && a.builder != "tags") usage("--builder: partition, tags or all");
-  if (a.split != "round_robin" && a.split != "widest") usage("--split: round_robin or widest");
-  if (a.traversal != "auto" && a.traversal != "stack" && a.traversal != "stack_free") usage("--traversal: auto, stack or stack_free");
-  return a;
-}
-
 struct Stats {
-  double min, median, max;
+  double min = NAN, median = NAN, max = NAN;
 };
-Stats time_it(int reps, std::function<void()> const& f) {
-  f(); // warm-up
-  Kokkos::fence();
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    Kokkos::Timer timer;
-    f();
-    Kokkos::fence();
-    t.push_back(timer.seconds() * 1e3);
-  }
+Stats stats(std::vector<double> t) {
+  Stats s;
+  if (t.empty()) return s;
   std::sort(t.begin(), t.end());
-  return {t.front(), t[t.size() / 2], t.back()};
+  s.min = t.front();
+  s.max = t.back();
+  s.median = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+  return s;
 }
 
-void row(char const* what, std::string const& detail, Stats s, long items, std::string const& verified) {
-  std::printf("%-14s %-28s %10.3f %10.3f %10.3f %12.1f  %s\n", what, detail.c_str(), s.min, s.median, s.max,
-              items / (s.median * 1e-3) / 1e6, verified.c_str());
-  std::fflush(stdout);
+nlohmann::json stats_json(std::vector<double> const& t) {
+  if (t.empty()) return nullptr;
+  Stats const s = stats(t);
+  return {{"min", s.min}, {"median", s.median}, {"max", s.max}, {"samples", t}};
+}
+
+std::string utc_now() {
+  std::time_t const t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string human_bytes(std::int64_t b) {
+  if (b < 0) return "-";
+  char buf[32];
+  if (b >= (std::int64_t(1) << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", double(b) / double(1 << 30));
+  else if (b >= (1 << 20)) std::snprintf(buf, sizeof buf, "%.1f MiB", double(b) / double(1 << 20));
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", double(b) / 1024.0);
+  return buf;
+}
+
+/// Prints the table, writes JSON lines, shows progress, counts failures.
+class Output : public Sink {
+public:
+  Output(Options const& o, Environment const& env, std::ofstream* json)
+      : m_opt(o), m_env(env), m_json(json), m_start(std::chrono::steady_clock::now()) {}
+
+  void header() {
+    std::printf("%-10s %-20s %-13s %-24s %10s %10s %10s %9s %10s  %s\n", "N", "impl:builder", "op", "variant",
+                "min ms", "median ms", "max ms", "copy ms", "Mitems/s", "check");
+    std::fflush(stdout);
+  }
+
+  void row(Workload const& w, Row const& r) override {
+    Stats const t = stats(r.times_ms), c = stats(r.copy_ms);
+    std::string variant;
+    char buf[96];
+    if (r.op == "build") {
+      variant = r.impl == "kdforge" ? m_opt.split + ", peak " + human_bytes(r.peak_bytes) : "single thread";
+    } else if (r.op == "knn") {
+      variant = "k=" + std::to_string(r.k);
+    } else if (r.op == "radius" || r.op == "radius_count") {
+      std::snprintf(buf, sizeof buf, "r=%.4g mean=%.2f", w.radius, r.mean_neighbors);
+      variant = buf;
+    }
+    std::string check = "verified " + std::to_string(r.verified) + "/" + std::to_string(r.sample);
+    if (!r.note.empty()) check += ", " + r.note;
+    if (!r.ok) check += "  FAILED";
+    char copy[32] = "-";
+    if (!r.copy_ms.empty()) std::snprintf(copy, sizeof copy, "%.3f", c.median);
+    std::printf("%-10lld %-20s %-13s %-24s %10.3f %10.3f %10.3f %9s %10.2f  %s\n", static_cast<long long>(w.n),
+                (r.impl + ":" + r.builder).substr(0, 20).c_str(), r.op.c_str(), variant.c_str(), t.min, t.median,
+                t.max, copy, double(r.items) / (t.median * 1e-3) / 1e6, check.c_str());
+    std::fflush(stdout);
+    ++m_rows;
+    if (!r.ok) ++m_failed_rows;
+    if (m_json) write_json(w, r);
+  }
+
+  void progress(std::string const& what) override {
+    if (m_opt.quiet) return;
+    double const s = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+    std::fprintf(stderr, "[kdforge-bench %7.1fs] %s\n", s, what.c_str());
+    std::fflush(stderr);
+  }
+
+  void failure(std::string const& what) override {
+    std::fprintf(stderr, "kdforge-bench: CHECK FAILED: %s\n", what.c_str());
+    std::fflush(stderr);
+  }
+
+  int rows() const { return m_rows; }
+  int failed_rows() const { return m_failed_rows; }
+
+private:
+  void write_json(Workload const& w, Row const& r) {
+    Options const& o = m_opt;
+    Stats const t = stats(r.times_ms);
+    nlohmann::json j;
+    j["schema"] = "kdforge-bench/1";
+    j["time"] = utc_now();
+    j["label"] = o.label;
+    j["git"] = KDFORGE_BENCH_GIT;
+    j["kdforge_version"] = kdforge::version();
+    j["build_type"] = KDFORGE_BENCH_BUILD_TYPE;
+    j["compiler"] = KDFORGE_BENCH_COMPILER;
+    j["backend"] = m_env.backend;
+    j["host_backend"] = m_env.host_backend;
+    j["kokkos_version"] = m_env.kokkos_version;
+    j["device"] = m_env.device;
+    j["cpu_model"] = m_env.cpu_model;
+    j["concurrency"] = m_env.concurrency;
+    j["hardware_threads"] = m_env.hardware_threads;
+    j["impl"] = r.impl;
+    j["builder"] = r.builder;
+    j["op"] = r.op;
+    j["k"] = r.op == "knn" ? nlohmann::json(r.k) : nlohmann::json(nullptr);
+    j["n"] = w.n;
+    j["m"] = w.m;
+    j["dim"] = o.dim;
+    j["dtype"] = o.dtype;
+    j["dist"] = o.points_file.empty() ? o.dist : "file";
+    j["points_file"] = o.points_file;
+    j["queries"] = w.queries_kind;
+    j["queries_file"] = w.queries_kind == "file" ? o.queries : "";
+    j["seed"] = o.seed;
+    j["split"] = o.split;
+    j["traversal"] = o.traversal;
+    bool const radius_op = r.op == "radius" || r.op == "radius_count";
+    j["radius"] = radius_op ? nlohmann::json(w.radius) : nlohmann::json(nullptr);
+    j["radius_source"] = radius_op ? w.radius_source : "";
+    j["target_neighbors"] = radius_op && o.radius < 0 ? nlohmann::json(o.neighbors) : nlohmann::json(nullptr);
+    j["mean_neighbors"] = radius_op ? nlohmann::json(r.mean_neighbors) : nlohmann::json(nullptr);
+    j["reps"] = o.reps;
+    j["warmup"] = o.warmup;
+    j["threads"] = r.threads;
+    j["time_ms"] = stats_json(r.times_ms);
+    j["copy_ms"] = stats_json(r.copy_ms);
+    j["items"] = r.items;
+    j["items_per_s"] = double(r.items) / (t.median * 1e-3);
+    j["build_peak_bytes"] = r.peak_bytes >= 0 ? nlohmann::json(r.peak_bytes) : nlohmann::json(nullptr);
+    j["tree_bytes"] = r.tree_bytes >= 0 ? nlohmann::json(r.tree_bytes) : nlohmann::json(nullptr);
+    j["verified"] = r.verified;
+    j["verify_sample"] = r.sample;
+    j["ok"] = r.ok;
+    j["note"] = r.note;
+    (*m_json) << j.dump() << '\n';
+    m_json->flush();
+  }
+
+  Options const& m_opt;
+  Environment const& m_env;
+  std::ofstream* m_json;
+  std::chrono::steady_clock::time_point m_start;
+  int m_rows = 0, m_failed_rows = 0;
+};
+
+/// Calls run_workload<T, D> for the run's dtype and dimension.
+void dispatch(Workload const& w, Sink& sink) {
+  Options const& o = *w.opt;
+  bool const is_float = o.dtype == "float";
+#define KDFORGE_BENCH_DISPATCH(T, D)                                                                               \
+  if (is_float == std::is_same<T, float>::value && o.dim == D) return run_workload<T, D>(w, sink);
+  KDFORGE_BENCH_CASES(KDFORGE_BENCH_DISPATCH)
+#undef KDFORGE_BENCH_DISPATCH
+  throw UsageError("no compiled case for --dtype " + o.dtype + " --dim " + std::to_string(o.dim));
+}
+
+int run(Options const& o, int argc, char** argv) {
+  // Input files first: a bad file fails before Kokkos starts.
+  PointSet file_points, file_queries;
+  if (!o.points_file.empty()) file_points = read_points(o.points_file, o.dim);
+  bool const queries_from_file = o.queries != "same" && o.queries != "uniform";
+  if (queries_from_file) {
+    try {
+      file_queries = read_points(o.queries, o.dim);
+    } catch (UsageError const& e) {
+      throw UsageError("--queries " + o.queries + ": expected same, uniform or a point file; " + e.what());
+    }
+  }
+  std::vector<std::int64_t> ns = o.ns;
+  if (ns.empty()) ns.push_back(file_points.size());
+  for (auto n : ns)
+    if (!o.points_file.empty() && n > file_points.size())
+      throw UsageError("--n " + std::to_string(n) + ": the point file has only " + std::to_string(file_points.size()) +
+                       " points");
+  if (queries_from_file && o.m > file_queries.size())
+    throw UsageError("--m " + std::to_string(o.m) + ": the query file has only " + std::to_string(file_queries.size()) +
+                     " points");
+  std::unique_ptr<std::ofstream> json;
+  if (!o.json_file.empty()) {
+    json = std::make_unique<std::ofstream>(o.json_file, std::ios::app);
+    if (!*json) throw UsageError("--json " + o.json_file + ": cannot open it for appending");
+  }
+
+  Kokkos::ScopeGuard kokkos(argc, argv);
+  Environment const env = environment();
+  Output out(o, env, json.get());
+  std::printf("kdforge %s bench (git %s) on %s, device: %s, concurrency %d; D=%d %s, %s points, %s queries, "
+              "%d warm-up + %d timed repetitions\n",
+              kdforge::version(), KDFORGE_BENCH_GIT, env.backend.c_str(), env.device.c_str(), env.concurrency, o.dim,
+              o.dtype.c_str(), o.points_file.empty() ? o.dist.c_str() : o.points_file.c_str(), o.queries.c_str(),
+              o.warmup, o.reps);
+  out.header();
+
+  for (std::int64_t const n : ns) {
+    PointSet points;
+    if (o.points_file.empty()) {
+      out.progress("N=" + std::to_string(n) + ": generating " + o.dist + " points");
+      points = generate_points(o.dist, n, o.dim, o.seed);
+    } else {
+      points = file_points;
+      points.coords.resize(std::size_t(n) * std::size_t(o.dim));
+    }
+    Workload w;
+    w.opt = &o;
+    w.n = n;
+    w.points = &points;
+    PointSet queries;
+    if (o.queries == "same") {
+      w.queries_kind = "same";
+      w.m = o.m > 0 ? std::min(o.m, n) : n;
+      w.queries = &points;
+    } else if (o.queries == "uniform") {
+      w.queries_kind = "uniform";
+      w.m = o.m > 0 ? o.m : n;
+      queries = uniform_in_bounds(points, w.m, o.seed + 1000003);
+      w.queries = &queries;
+    } else {
+      w.queries_kind = "file";
+      w.m = o.m > 0 ? o.m : file_queries.size();
+      w.queries = &file_queries;
+    }
+    if (o.has_op("radius") || o.has_op("radius_count")) {
+      if (o.radius > 0) {
+        w.radius = o.radius;
+        w.radius_source = "--radius";
+      } else {
+        bool const uniform_box = o.points_file.empty() && o.dist == "uniform";
+        w.radius = radius_for_neighbors(points, *w.queries, o.neighbors, uniform_box, w.radius_source);
+      }
+    }
+    dispatch(w, out);
+  }
+
+  if (out.failed_rows()) {
+    std::printf("FAILED: %d of %d rows did not match brute force (details on stderr)\n", out.failed_rows(), out.rows());
+    return exit_wrong_results;
+  }
+  std::printf("all %d rows verified against brute force%s\n", out.rows(),
+              o.json_file.empty() ? "" : (", JSON lines appended to " + o.json_file).c_str());
+  return exit_ok;
 }
 
 } // namespace
+} // namespace kdforge_bench
 
 int main(int argc, char** argv) {
-  Kokkos::ScopeGuard guard(argc, argv);
-  Args const a = parse(argc, argv);
-  std::printf("kdforge %s bench on %s (host %s, concurrency %d): N=%ld M=%ld float3 uniform, reps=%d\n",
-              kdforge::version(), Exec::name(), Kokkos::DefaultHostExecutionSpace::name(),
-              int(Exec().concurrency()), a.n, a.m, a.reps);
-
-  std::mt19937 rng(a.seed);
-  std::uniform_real_distribution<float> u(0.f, 1.f);
-  std::vector<P> hp(a.n), hq(a.m);
-  for (auto& p : hp) p = P{{u(rng), u(rng), u(rng)}};
-  for (auto& q : hq) q = P{{u(rng), u(rng), u(rng)}};
-  Kokkos::View<P*, MS> pts("points", a.n), qs("queries", a.m);
-  Kokkos::deep_copy(pts, Kokkos::View<P*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(hp.data(), a.n));
-  Kokkos::deep_copy(qs, Kokkos::View<P*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(hq.data(), a.m));
-
-  kdforge::BuildOptions bo;
-  bo.split = a.split == "widest" ? kdforge::SplitPolicy::widest_dimension : kdforge::SplitPolicy::round_robin;
-  std::printf("%-14s %-28s %10s %10s %10s %12s  %s\n", "phase", "variant", "min ms", "median ms", "max ms", "Mitems/s",
-              "check");
-  std::vector<std::pair<std::string, kdforge::Builder>> builders;
-  if (a.builder != "tags") builders.push_back({"presorted_partition", kdforge::Builder::presorted_partition});
-  if (a.builder != "partition") builders.push_back({"wald_tags", kdforge::Builder::wald_tags});
-  std::vector<int> reference;
-  int failures = 0;
-  kdforge::LeftBalancedTree<MS, float, 3> tree;
-  for (auto const& [name, b] : builders) {
-    bo.builder = b;
-    auto s = time_it(a.reps, [&] { tree = kdforge::build_left_balanced(Exec{}, pts, bo); });
-    auto idx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.original_indices());
-    std::vector<int> v(idx.data(), idx.data() + idx.extent(0));
-    std::string check = "same tree";
-    if (reference.empty()) reference = v, check = "first";
-    else if (v != reference) check = "DIFFERENT TREE", ++failures;
-    row("build", name, s, a.n, check);
+  using namespace kdforge_bench;
+  int code = exit_ok;
+  auto const opt = parse_command_line(argc, argv, code);
+  if (!opt) return code;
+  // Kokkos sees only its own flags.
+  std::vector<char*> kargv{argv[0]};
+  for (auto const& a : opt->kokkos_args) kargv.push_back(const_cast<char*>(a.c_str()));
+  int kargc = int(kargv.size());
+  try {
+    return run(*opt, kargc, kargv.data());
+  } catch (UsageError const& e) {
+    std::fprintf(stderr, "kdforge-bench: %s\n", e.what());
+    return exit_usage;
+  } catch (std::bad_alloc const&) {
+    std::fprintf(stderr, "kdforge-bench: out of memory (try smaller --n/--m or fewer --k values)\n");
+    return exit_runtime;
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "kdforge-bench: error: %s\n", e.what());
+    return exit_runtime;
   }
-
-  kdforge::QueryOptions qo;
-  qo.traversal = a.traversal == "stack" ? kdforge::Traversal::stack
-                 : a.traversal == "stack_free" ? kdforge::Traversal::stack_free : kdforge::Traversal::automatic;
-  // brute force costs N per sampled query: keep the check to ~2e9 distance evaluations
-  int const sample = int(std::min<long>(a.m, std::max<long>(10, std::min<long>(1000, 2000000000L / a.n))));
-  auto verify_knn = [&](auto const& r, int k) {
-    auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
-    auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
-    int ok = 0;
-    for (int s = 0; s < sample; ++s) {
-      long const q = long(s) * a.m / sample;
-      std::vector<kdforge::Neighbor<float, long>> all(a.n);
-      for (long i = 0; i < a.n; ++i) all[i] = {kdforge::sq_distance(hq[q], hp[i]), i};
-      int const kk = int(std::min<long>(k, a.n));
-      std::partial_sort(all.begin(), all.begin() + kk, all.end());
-      bool good = true;
-      for (int j = 0; j < kk; ++j) good = good && hi(q, j) == all[j].index && hd(q, j) == all[j].sq_dist;
-      ok += good;
-    }
-    if (ok != sample) ++failures;
-    return "verified " + std::to_string(ok) + "/" + std::to_string(sample);
-  };
-  for (int k : a.ks) {
-    kdforge::KnnResult<MS, float, int> r;
-    auto s = time_it(a.reps, [&] { r = kdforge::knn(Exec{}, tree, qs, k, qo); });
-    row("knn", "k=" + std::to_string(k), s, a.m, verify_knn(r, k));
-  }
-  {
-    kdforge::ClosestResult<MS, float, int> r;
-    auto s = time_it(a.reps, [&] { r = kdforge::closest_point(Exec{}, tree, qs, qo); });
-    kdforge::KnnResult<MS, float, int> as_knn;
-    as_knn.indices = Kokkos::View<int**, Kokkos::LayoutRight, MS>("i", a.m, 1);
-    as_knn.sq_distances = Kokkos::View<float**, Kokkos::LayoutRight, MS>("d", a.m, 1);
-    Kokkos::deep_copy(Kokkos::subview(as_knn.indices, Kokkos::ALL, 0), r.indices);
-    Kokkos::deep_copy(Kokkos::subview(as_knn.sq_distances, Kokkos::ALL, 0), r.sq_distances);
-    row("closest_point", "", s, a.m, verify_knn(as_knn, 1));
-  }
-  {
-    // radius with `neighbors` expected points in the unit cube: 4/3 pi r^3 N = T
-    double const radius = std::cbrt(a.neighbors / (a.n * 4.0 / 3.0 * M_PI));
-    kdforge::RadiusOptions ro;
-    ro.traversal = qo.traversal;
-    kdforge::RadiusResult<MS, float, int> r;
-    auto s = time_it(a.reps, [&] { r = kdforge::radius_search(Exec{}, tree, qs, radius, ro); });
-    auto off = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.offsets);
-    int ok = 0;
-    float const sq_r = float(radius) * float(radius);
-    for (int smp = 0; smp < sample; ++smp) {
-      long const q = long(smp) * a.m / sample;
-      long c = 0;
-      for (long i = 0; i < a.n; ++i) c += kdforge::sq_distance(hq[q], hp[i]) <= sq_r;
-      ok += c == off(q + 1) - off(q);
-    }
-    if (ok != sample) ++failures;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "r=%.5f mean=%.2f", radius, double(off(a.m)) / a.m);
-    row("radius_search", buf, s, a.m, "verified " + std::to_string(ok) + "/" + std::to_string(sample));
-  }
-  if (failures) std::printf("FAILED: %d checks\n", failures);
-  return failures ? 1 : 0;
 }

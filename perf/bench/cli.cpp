@@ -1,0 +1,170 @@
+// kdforge-bench: the command line (CLI11). Every flag is documented here and
+// shown by --help.
+#include "cli.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+namespace kdforge_bench {
+
+namespace {
+
+std::string join(std::vector<std::string> const& v, char const* sep) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+std::vector<std::string> split_list(std::vector<std::string> const& in) {
+  std::vector<std::string> out;
+  for (auto const& s : in) {
+    std::stringstream ss(s);
+    std::string t;
+    while (std::getline(ss, t, ',')) if (!t.empty()) out.push_back(t);
+  }
+  return out;
+}
+
+/// x > 0 and finite (CLI11's PositiveNumber prints DBL_MAX in its message).
+CLI::Validator const positive(
+    [](std::string& s) -> std::string {
+      char* end = nullptr;
+      double const v = std::strtod(s.c_str(), &end);
+      if (end != s.c_str() && *end == 0 && v > 0 && std::isfinite(v)) return {};
+      return "expected a positive number, got '" + s + "'";
+    },
+    "POSITIVE");
+
+} // namespace
+
+std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code) {
+  Options o;
+  // --kokkos-* flags are Kokkos' own (e.g. --kokkos-threads=8); keep them apart.
+  std::vector<char*> mine{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]).rfind("--kokkos", 0) == 0) o.kokkos_args.push_back(argv[i]);
+    else mine.push_back(argv[i]);
+  }
+
+  std::vector<BuilderInfo> const catalog = builder_catalog();
+  std::string builder_help = "kdforge builders to measure, comma separated, or all:";
+  for (auto const& b : catalog) builder_help += "\n  " + b.name + ": " + b.description;
+
+  CLI::App app{"kdforge-bench: builds kdforge's k-d trees and runs queries on this build's Kokkos backend; every\n"
+               "phase is timed with fences (warm-up, then min/median/max of repetitions) and every row is checked\n"
+               "against brute force on a sample of queries (exit status 1 when any check fails, 2 for bad flags or\n"
+               "input files, 3 for other errors). Kokkos' own --kokkos-* flags are passed through."};
+  app.option_defaults()->always_capture_default();
+  app.get_formatter()->column_width(34);
+
+  std::vector<std::string> builders{"all"}, ops{"all"};
+  std::vector<std::int64_t> ns;
+  app.add_option("--builder", builders, builder_help)->delimiter(',')->group("What is built");
+  app.add_option("--split", o.split, "split plane of each node: round_robin (level mod D) or widest (widest side of the node's box)")
+      ->check(CLI::IsMember({"round_robin", "widest"}))->group("What is built");
+  app.add_option("--n", ns, "number(s) of points, comma separated (e.g. 1000,10000); with --points: use the first N points of the file (default: all)")
+      ->delimiter(',')->check(CLI::Range(std::int64_t(1), std::int64_t(4000000000)))->default_str("100000")->group("What is built");
+  app.add_option("--dim", o.dim, "dimension D of the points (compiled cases: 2, 3, 4)")
+      ->check(CLI::IsMember({2, 3, 4}))->group("What is built");
+  app.add_option("--dtype", o.dtype, "coordinate type")->check(CLI::IsMember({"float", "double"}))->group("What is built");
+  auto* dist = app.add_option("--dist", o.dist,
+                              "generated points: uniform (unit cube), clustered (64 Gaussian clusters, sigma 0.02), sphere "
+                              "(surface of the ball of radius 0.5), duplicates (each point one of N/16 distinct ones)")
+                   ->check(CLI::IsMember({"uniform", "clustered", "sphere", "duplicates"}))->group("What is built");
+  app.add_option("--points", o.points_file,
+                 "read the points from FILE instead: .ply (ascii or binary_little_endian, vertex x,y,z[,w]), .xyz/.txt/.csv/.pts "
+                 "(text, D numbers per line), .bin/.f32/.raw (raw float32, D per point)")
+      ->excludes(dist)->group("What is built");
+
+  app.add_option("--ops", ops,
+                 "operations, comma separated: build, knn, closest, radius_count, radius, or all (the build is always "
+                 "timed; \"build\" alone measures only it)")
+      ->delimiter(',')->group("Queries");
+  app.add_option("--queries", o.queries,
+                 "query set: same (the points themselves, as Hu et al.), uniform (fresh points uniform in the points' "
+                 "bounding box), or a point FILE (formats as --points)")->group("Queries");
+  app.add_option("--m", o.m, "number of queries (default: as many as points; with a query file: all of it)")
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(4000000000)))->default_str("N")->group("Queries");
+  app.add_option("--k", o.ks, "k of the kNN queries, comma separated")->delimiter(',')->check(CLI::Range(1, 1000000))->group("Queries");
+  auto* nb = app.add_option("--neighbors", o.neighbors,
+                            "radius ops: target mean neighbour count; the radius follows from it (formula for uniform "
+                            "points, else the median distance to the target-th neighbour over 256 sampled queries)")
+                 ->check(positive)->group("Queries");
+  app.add_option("--radius", o.radius, "radius ops: this radius instead (not squared)")
+      ->check(positive)->excludes(nb)->default_str("from --neighbors")->group("Queries");
+  app.add_option("--traversal", o.traversal, "tree walk of queries: auto (stack-free on GPUs, stack on CPUs), stack, stack_free")
+      ->check(CLI::IsMember({"auto", "stack", "stack_free"}))->group("Queries");
+
+  app.add_option("--reps", o.reps, "timed repetitions of every phase")->check(CLI::Range(1, 100000))->group("Measurement");
+  app.add_option("--warmup", o.warmup, "untimed repetitions before them")->check(CLI::Range(0, 100000))->group("Measurement");
+  app.add_option("--seed", o.seed, "random seed of generated points (queries use a derived seed)")->group("Measurement");
+  app.add_option("--verify", o.verify, "queries sampled (evenly spaced) and checked against brute force in every row")
+      ->check(CLI::Range(1, 100000000))->group("Measurement");
+  app.add_flag("--nanoflann", o.nanoflann,
+               "also run the nanoflann CPU baseline on the same points: single-threaded build, OpenMP-parallel queries, "
+               "same checks")->group("Measurement");
+
+  app.add_option("--json", o.json_file, "append one JSON record per table row to FILE (JSON lines)")->group("Output");
+  app.add_option("--label", o.label, "free text stored in every JSON record (e.g. the workload's name)")->group("Output");
+  app.add_flag("--quiet", o.quiet, "no progress lines on stderr (the table and any failures are still printed)")->group("Output");
+  app.add_flag("--self-test-corrupt", o.corrupt, "damage one result before it is checked (tests the exit status)")->group("");
+  app.footer("Examples:\n"
+             "  kdforge-bench --n 1000000 --k 1,8,16 --reps 10\n"
+             "  kdforge-bench --n 3200,6400,12800 --k 4 --queries same --ops knn --nanoflann   (Hu et al.'s setting)\n"
+             "  kdforge-bench --n 1000,10000,100000,1000000 --dim 4 --ops build                 (Wald's Table 1)\n"
+             "  kdforge-bench --points scan.ply --queries same --k 8 --json out.jsonl");
+
+  try {
+    app.parse(int(mine.size()), mine.data());
+  } catch (CLI::ParseError const& e) {
+    int const rc = app.exit(e);
+    exit_code = rc == 0 ? exit_ok : exit_usage;
+    return std::nullopt;
+  }
+
+  auto fail = [&](std::string const& msg) {
+    std::fprintf(stderr, "kdforge-bench: %s\nRun with --help for more information.\n", msg.c_str());
+    exit_code = exit_usage;
+    return std::nullopt;
+  };
+
+  // Builders: names from the registry, or all of them.
+  o.builders.clear();
+  for (auto const& b : split_list(builders)) {
+    if (b == "all") {
+      for (auto const& c : catalog)
+        if (std::find(o.builders.begin(), o.builders.end(), c.name) == o.builders.end()) o.builders.push_back(c.name);
+      continue;
+    }
+    bool const known = std::any_of(catalog.begin(), catalog.end(), [&](BuilderInfo const& c) { return c.name == b; });
+    if (!known) {
+      std::vector<std::string> names;
+      for (auto const& c : catalog) names.push_back(c.name);
+      return fail("--builder " + b + ": expected one of " + join(names, ", ") + " or all");
+    }
+    if (std::find(o.builders.begin(), o.builders.end(), b) == o.builders.end()) o.builders.push_back(b);
+  }
+  if (o.builders.empty()) return fail("--builder: no builder given");
+
+  std::set<std::string> const known_ops{"build", "knn", "closest", "radius_count", "radius"};
+  o.ops.clear();
+  for (auto const& op : split_list(ops)) {
+    if (op == "all") o.ops.assign(known_ops.begin(), known_ops.end());
+    else if (known_ops.count(op)) o.ops.push_back(op);
+    else return fail("--ops " + op + ": expected build, knn, closest, radius_count, radius or all");
+  }
+  if (o.ops.empty()) return fail("--ops: no operation given");
+  if (o.ks.empty()) return fail("--k: no value given");
+
+  if (!ns.empty()) o.ns = ns;
+  else if (!o.points_file.empty()) o.ns.clear(); // all points of the file
+  return o;
+}
+
+} // namespace kdforge_bench
