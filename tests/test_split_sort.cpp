@@ -167,10 +167,13 @@ TEST_CASE("a block of the parallel sort overlaps at most two chunks, and the his
             bool const fixed = i == bc.lead || i == bc.split;
             CHECK(fixed == split_sort::is_splitting(n, l, i));
           }
+          auto const e = geo.entries(b);
           for (int s = 0; s < 2; ++s) {
             std::int64_t const g = 2 * b + s;
-            std::int64_t const c = geo.entry_chunk(g);
+            std::int64_t const c = e.chunk(s);
             std::int64_t const gs = geo.chunk_first_entry(c), ge = geo.chunk_first_entry(c + 1);
+            CHECK(gs == e.begin(s));
+            CHECK(ge == e.end(s));
             CHECK(gs <= g);
             CHECK(g < ge);
             for (int digit = 0; digit < 4; ++digit) ++hit[geo.slot(g, digit, gs, ge)];

@@ -130,24 +130,13 @@ struct ApproxKnnFunctor {
     if constexpr (CAP > 0) {
       kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
       search(i, qi, cand);
-      for (int j = 0; j < k; ++j) {
-        auto const& r = cand.result(k, j);
-        bool const missing = r.index == kernels::empty_slot_index<Index>();
-        res.indices(qi, j) = missing ? invalid_index<Index>() : r.index;
-        res.sq_distances(qi, j) = missing ? infinity<T>() : r.sq_dist;
-      }
+      write_sorted_row(res, qi, cand, k);
     } else {
       using IR = Row<decltype(res.indices)>;
       using DR = Row<decltype(res.sq_distances)>;
       kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
       search(i, qi, cand);
-      cand.heap.sort_heap();
-      for (int j = 0; j < k; ++j) {
-        if (res.indices(qi, j) == kernels::empty_slot_index<Index>()) {
-          res.indices(qi, j) = invalid_index<Index>();
-          res.sq_distances(qi, j) = infinity<T>();
-        }
-      }
+      finish_heap_row(res, qi, cand, k);
     }
   }
 };
@@ -211,7 +200,6 @@ auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries,
     if (local) detail::run_approx_knn<0, 32>(exec, tree, q, order, res, k, sq_cutoff, options);
     else detail::run_approx_knn<0, 0>(exec, tree, q, order, res, k, sq_cutoff, options);
   }
-  exec.fence();
   return res;
 }
 

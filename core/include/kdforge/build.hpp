@@ -147,6 +147,15 @@ build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
   return Tree(tree_points, tree_index, dims, bounds, options.split, dropped);
 }
 
+/// Every builder's size limits: the index type, and 2^32 - 1 points.
+template <class Index>
+void check_point_count(std::size_t n, char const* where) {
+  KDFORGE_REQUIRE(n <= std::size_t(std::numeric_limits<Index>::max()) - 1, where, n,
+                  " points do not fit the index type (", sizeof(Index) * 8, "-bit); build with kdforge::", where,
+                  "<std::int64_t>(...)");
+  KDFORGE_REQUIRE(n < (std::size_t(1) << 32), where, n, " points: the builders support at most 2^32 - 1 points");
+}
+
 } // namespace detail
 
 /// Builds a left-balanced k-d tree over `points` (any container the points
@@ -160,12 +169,7 @@ auto build_left_balanced(Exec const& exec, Points const& points, BuildOptions co
   static_assert(detail::check_points_container<Points, Exec>());
   using A = AccessTraits<Points>;
   static_assert(A::dimension <= 255, "kdforge: split dimensions are stored in one byte");
-  std::size_t const n_in = A::size(points);
-  KDFORGE_REQUIRE(n_in <= std::size_t(std::numeric_limits<Index>::max()) - 1, "build_left_balanced", n_in,
-                  " points do not fit the index type (", sizeof(Index) * 8,
-                  "-bit); build with kdforge::build_left_balanced<std::int64_t>(...)");
-  KDFORGE_REQUIRE(n_in < (std::size_t(1) << 32), "build_left_balanced", n_in,
-                  " points: the builders support at most 2^32 - 1 points");
+  detail::check_point_count<Index>(A::size(points), "build_left_balanced");
   return detail::build_left_balanced_impl<Index, Exec, typename A::coordinate_type, A::dimension>(
       exec, to_points(exec, points, "kdforge::tree::points_input"), options);
 }

@@ -102,6 +102,34 @@ struct Segment {
   KOKKOS_FORCEINLINE_FUNCTION typename View1D::reference_type operator()(int j) const { return v(begin + j); }
 };
 
+/// Writes the k results of a sorted candidate list into row qi, empty slots
+/// as (-1, +inf).
+template <class Result, class Cand>
+KOKKOS_FORCEINLINE_FUNCTION void write_sorted_row(Result const& res, std::int64_t qi, Cand const& cand, int k) {
+  using Index = typename decltype(res.indices)::non_const_value_type;
+  using T = typename decltype(res.sq_distances)::non_const_value_type;
+  for (int j = 0; j < k; ++j) {
+    auto const& r = cand.result(k, j);
+    bool const missing = r.index == kernels::empty_slot_index<Index>();
+    res.indices(qi, j) = missing ? invalid_index<Index>() : r.index;
+    res.sq_distances(qi, j) = missing ? infinity<T>() : r.sq_dist;
+  }
+}
+
+/// Sorts the heap kept in row qi and marks its empty slots (-1, +inf).
+template <class Result, class Cand>
+KOKKOS_FORCEINLINE_FUNCTION void finish_heap_row(Result const& res, std::int64_t qi, Cand& cand, int k) {
+  using Index = typename decltype(res.indices)::non_const_value_type;
+  using T = typename decltype(res.sq_distances)::non_const_value_type;
+  cand.heap.sort_heap();
+  for (int j = 0; j < k; ++j) {
+    if (res.indices(qi, j) == kernels::empty_slot_index<Index>()) {
+      res.indices(qi, j) = invalid_index<Index>();
+      res.sq_distances(qi, j) = infinity<T>();
+    }
+  }
+}
+
 template <class Tree, class QV, class OV, class Result, int CAP>
 struct KnnSortedFunctor {
   using T = typename Tree::coordinate_type;
@@ -117,12 +145,7 @@ struct KnnSortedFunctor {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
     traverse(stack_free, tree, queries(qi), cand);
-    for (int j = 0; j < k; ++j) {
-      auto const& r = cand.result(k, j);
-      bool const missing = r.index == kernels::empty_slot_index<Index>();
-      res.indices(qi, j) = missing ? invalid_index<Index>() : r.index;
-      res.sq_distances(qi, j) = missing ? infinity<T>() : r.sq_dist;
-    }
+    write_sorted_row(res, qi, cand, k);
   }
 };
 
@@ -143,13 +166,7 @@ struct KnnHeapFunctor {
     using DR = Row<decltype(res.sq_distances)>;
     kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
     traverse(stack_free, tree, queries(qi), cand);
-    cand.heap.sort_heap();
-    for (int j = 0; j < k; ++j) {
-      if (res.indices(qi, j) == kernels::empty_slot_index<Index>()) {
-        res.indices(qi, j) = invalid_index<Index>();
-        res.sq_distances(qi, j) = infinity<T>();
-      }
-    }
+    finish_heap_row(res, qi, cand, k);
   }
 };
 

@@ -205,12 +205,7 @@ auto build_split_sort(Exec const& exec, Points const& points, SplitSortOptions c
                 "kdforge::build_split_sort: the first argument must be a Kokkos execution space instance");
   static_assert(detail::check_points_container<Points, Exec>());
   using A = AccessTraits<Points>;
-  std::size_t const n_in = A::size(points);
-  KDFORGE_REQUIRE(n_in <= std::size_t(std::numeric_limits<Index>::max()) - 1, "build_split_sort", n_in,
-                  " points do not fit the index type (", sizeof(Index) * 8,
-                  "-bit); build with kdforge::build_split_sort<std::int64_t>(...)");
-  KDFORGE_REQUIRE(n_in < (std::size_t(1) << 32), "build_split_sort", n_in,
-                  " points: the builder supports at most 2^32 - 1 points");
+  detail::check_point_count<Index>(A::size(points), "build_split_sort");
   return detail::build_split_sort_impl<Index, Exec, typename A::coordinate_type, A::dimension>(
       exec, to_points(exec, points, "kdforge::tree::points_input"), options);
 }

@@ -32,15 +32,10 @@ __global__ void split_sort_histogram_kernel(split_sort::LevelGeometry geo, K con
   int const base = geo.base;
   std::int64_t const b = blockIdx.x;
   for (int t = threadIdx.x; t < 2 * base; t += blockDim.x) h[t] = 0;
-  __shared__ split_sort::BlockChunks bc;
-  __shared__ std::int64_t gs0, ge0, ge1;
-  if (threadIdx.x == 0) {
-    bc = geo.block(b);
-    gs0 = geo.chunk_first_entry(bc.c0);
-    ge0 = geo.chunk_first_entry(bc.c0 + 1);
-    ge1 = bc.two ? geo.chunk_first_entry(bc.c0 + 2) : ge0;
-  }
+  __shared__ split_sort::BlockEntries e;
+  if (threadIdx.x == 0) e = geo.entries(b);
   __syncthreads();
+  split_sort::BlockChunks const& bc = e.bc;
   std::int64_t const i = b * geo.tpb + threadIdx.x;
   if (i < geo.n && i != bc.lead && i != bc.split) {
     int const digit = int((keys[i] >> shift) & K(base - 1));
@@ -49,8 +44,7 @@ __global__ void split_sort_histogram_kernel(split_sort::LevelGeometry geo, K con
   __syncthreads();
   for (int t = threadIdx.x; t < 2 * base; t += blockDim.x) {
     int const s = t / base, digit = t % base;
-    bool const second = s == 1 && bc.two;
-    hist[geo.slot(2 * b + s, digit, second ? ge0 : gs0, second ? ge1 : ge0)] = h[t];
+    hist[geo.slot(2 * b + s, digit, e.begin(s), e.end(s))] = h[t];
   }
 }
 
@@ -75,15 +69,10 @@ __global__ void split_sort_distribute_kernel(split_sort::LevelGeometry geo, K co
   int const warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   std::int64_t const b = blockIdx.x;
   for (int t = threadIdx.x; t < warps * row; t += blockDim.x) cnt[t] = 0;
-  __shared__ split_sort::BlockChunks bc;
-  __shared__ std::int64_t gs0, ge0, ge1;
-  if (threadIdx.x == 0) {
-    bc = geo.block(b);
-    gs0 = geo.chunk_first_entry(bc.c0);
-    ge0 = geo.chunk_first_entry(bc.c0 + 1);
-    ge1 = bc.two ? geo.chunk_first_entry(bc.c0 + 2) : ge0;
-  }
+  __shared__ split_sort::BlockEntries e;
+  if (threadIdx.x == 0) e = geo.entries(b);
   __syncthreads();
+  split_sort::BlockChunks const& bc = e.bc;
   std::int64_t const i = b * geo.tpb + threadIdx.x;
   bool const active = i < geo.n && i != bc.lead && i != bc.split;
   K key{};
@@ -100,9 +89,7 @@ __global__ void split_sort_distribute_kernel(split_sort::LevelGeometry geo, K co
   std::uint32_t rank = __popc(below);
   for (int w = 0; w < warp; ++w) rank += cnt[w * row + sd];
   int const s = sd >= base ? 1 : 0, digit = sd - s * base;
-  bool const second = s == 1 && bc.two;
-  std::int64_t const out =
-      std::int64_t(hist[geo.slot(2 * b + s, digit, second ? ge0 : gs0, second ? ge1 : ge0)]) + rank + bc.c0 + s;
+  std::int64_t const out = std::int64_t(hist[geo.slot(2 * b + s, digit, e.begin(s), e.end(s))]) + rank + e.chunk(s);
   keys_out[out] = key;
   idx_out[out] = idx[i];
 }

@@ -132,7 +132,8 @@ struct HistogramTeams {
     Scratch h(m.team_scratch(0), 2 * base);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, 2 * base), [&](int t) { h(t) = 0; });
     m.team_barrier();
-    BlockChunks const bc = geo.block(b);
+    BlockEntries const e = geo.entries(b);
+    BlockChunks const& bc = e.bc;
     std::int64_t const first = b * geo.tpb;
     std::int64_t const count = (first + geo.tpb < geo.n ? geo.tpb : geo.n - first);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, int(count)), [&](int t) {
@@ -142,14 +143,9 @@ struct HistogramTeams {
       Kokkos::atomic_increment(&h((i > bc.split ? base : 0) + digit));
     });
     m.team_barrier();
-    std::int64_t const gs0 = geo.chunk_first_entry(bc.c0), ge0 = geo.chunk_first_entry(bc.c0 + 1);
-    std::int64_t const ge1 = bc.two ? geo.chunk_first_entry(bc.c0 + 2) : ge0;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, 2 * base), [&](int t) {
       int const s = t / base, digit = t % base;
-      std::int64_t const g = 2 * b + s;
-      std::int64_t const gs = (s == 1 && bc.two) ? ge0 : gs0;
-      std::int64_t const ge = (s == 1 && bc.two) ? ge1 : ge0;
-      hist(geo.slot(g, digit, gs, ge)) = h(t);
+      hist(geo.slot(2 * b + s, digit, e.begin(s), e.end(s))) = h(t);
     });
   }
 };
@@ -168,10 +164,10 @@ struct Distribute {
   KOKKOS_FUNCTION void operator()(std::int64_t g) const {
     std::int64_t const b = g >> 1;
     int const s = int(g & 1);
-    BlockChunks const bc = geo.block(b);
-    if (s == 1 && !bc.two) return;
-    std::int64_t const c = bc.c0 + s;
-    std::int64_t const gs = geo.chunk_first_entry(c), ge = geo.chunk_first_entry(c + 1);
+    BlockEntries const e = geo.entries(b);
+    if (s == 1 && !e.bc.two) return;
+    std::int64_t const c = e.chunk(s);
+    std::int64_t const gs = e.begin(s), ge = e.end(s);
     std::int64_t const first = b * geo.tpb;
     std::int64_t const end = first + geo.tpb < geo.n ? first + geo.tpb : geo.n;
     std::int64_t const cb = chunk_begin(geo.n, geo.l, c), ce = chunk_end(geo.n, geo.l, c);

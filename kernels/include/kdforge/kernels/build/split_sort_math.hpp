@@ -75,6 +75,17 @@ struct BlockChunks {
   bool two;           ///< whether the block overlaps chunk c0 + 1
 };
 
+/// A block's chunks with the histogram-entry range [begin(s), end(s)) of
+/// the chunk each of its two slots counts (the unused slot 1 of a block
+/// inside a single chunk is attributed to that chunk and stays zero).
+struct BlockEntries {
+  BlockChunks bc;
+  std::int64_t gs0, ge0, ge1;
+  KOKKOS_FORCEINLINE_FUNCTION std::int64_t chunk(int s) const { return bc.c0 + (s == 1 && bc.two ? 1 : 0); }
+  KOKKOS_FORCEINLINE_FUNCTION std::int64_t begin(int s) const { return s == 1 && bc.two ? ge0 : gs0; }
+  KOKKOS_FORCEINLINE_FUNCTION std::int64_t end(int s) const { return s == 1 && bc.two ? ge1 : ge0; }
+};
+
 /// Geometry of level l for blocks of `tpb` positions and `base` digits.
 /// Histogram entries are numbered g = 2 * block + slot; those of one chunk
 /// are consecutive in g, and the global histogram is stored per chunk in
@@ -102,19 +113,21 @@ struct LevelGeometry {
     return r;
   }
 
-  /// The chunk histogram entry g counts (the unused slot 1 of a block inside
-  /// a single chunk is attributed to that chunk and stays zero).
-  KOKKOS_FUNCTION std::int64_t entry_chunk(std::int64_t g) const {
-    BlockChunks const bc = block(g >> 1);
-    return bc.c0 + ((g & 1) && bc.two ? 1 : 0);
-  }
-
   /// First histogram entry of chunk c (2 * blocks for c == chunks()).
   KOKKOS_FUNCTION std::int64_t chunk_first_entry(std::int64_t c) const {
     if (c >= chunks()) return 2 * blocks;
     std::int64_t const f = c == 0 ? 0 : boundary(n, l, c);
     std::int64_t const bf = f / tpb;
     return chunk_of(n, l, bf * tpb) == c ? 2 * bf : 2 * bf + 1;
+  }
+
+  KOKKOS_FUNCTION BlockEntries entries(std::int64_t b) const {
+    BlockEntries e;
+    e.bc = block(b);
+    e.gs0 = chunk_first_entry(e.bc.c0);
+    e.ge0 = chunk_first_entry(e.bc.c0 + 1);
+    e.ge1 = e.bc.two ? chunk_first_entry(e.bc.c0 + 2) : e.ge0;
+    return e;
   }
 
   /// Index of entry (g, digit) in the global histogram, given the entry range
