@@ -95,6 +95,8 @@ public:
     } else if (r.op == "radius" || r.op == "radius_count") {
       std::snprintf(buf, sizeof buf, "r=%.4g mean=%.2f", w.radius, r.mean_neighbors);
       variant = buf;
+      if (r.op == "radius" && r.impl == "kdforge" && m_opt.radius_buffer > 0)
+        variant += " buf=" + std::to_string(m_opt.radius_buffer);
     }
     std::string check = "verified " + std::to_string(r.verified) + "/" + std::to_string(r.sample);
     if (!r.note.empty()) check += ", " + r.note;

@@ -71,6 +71,24 @@ void check_all_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, 
   auto ru = radius_search(exec, tree, dq, 0.1, ro);
   auto uoff = to_host(ru.offsets);
   auto ui = to_host(ru.indices);
+  // One traversal with scratch rows: a median-sized scratch makes about half
+  // the rows fit (copied) and the others overflow (traversed again); both
+  // must give exactly the two-pass results, sorted or not.
+  std::vector<std::int64_t> sorted_counts(counts.begin(), counts.end());
+  std::sort(sorted_counts.begin(), sorted_counts.end());
+  ro.buffer_size = sorted_counts.empty() ? 1 : std::max<std::int64_t>(1, sorted_counts[sorted_counts.size() / 2]);
+  {
+    auto rb = radius_search(exec, tree, dq, 0.1, ro);
+    CHECK(to_host(rb.offsets) == uoff);
+    CHECK(to_host(rb.indices) == ui);
+    ro.sort = true;
+    auto rbs = radius_search(exec, tree, dq, 0.1, ro);
+    CHECK(to_host(rbs.offsets) == off);
+    CHECK(to_host(rbs.indices) == ri);
+    CHECK(to_host(rbs.sq_distances) == rd);
+    ro.sort = false;
+  }
+  ro.buffer_size = 0;
   ro.max_neighbors = 5;
   auto rc = radius_search(exec, tree, dq, 0.1, ro);
   auto coff = to_host(rc.offsets);

@@ -101,7 +101,10 @@ TEST_CASE_TEMPLATE("the paper's 10-point walkthrough (Wald 2022, section 5)", Ex
   // the final array of section 5
   std::vector<Point<float, 2>> expected{{46, 63}, {15, 43}, {53, 67}, {40, 33}, {44, 58},
                                         {68, 21}, {62, 69}, {10, 15}, {45, 40}, {25, 54}};
-  for (auto b : {Builder::wald_tags, Builder::presorted_partition}) {
+  std::vector<Builder> builders{Builder::wald_tags, Builder::presorted_partition, Builder::automatic};
+  if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible)
+    builders.push_back(Builder::recursive_select);
+  for (auto b : builders) {
     BuildOptions o;
     o.builder = b;
     auto tree = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), o);
@@ -134,14 +137,62 @@ TEST_CASE_TEMPLATE("all builders give the identical tree, on every backend", Exe
         auto tb = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), b);
         auto ts = build_left_balanced(Kokkos::DefaultHostExecutionSpace{},
                                       to_device<Kokkos::DefaultHostExecutionSpace>(pts, "pts"), a);
+        BuildOptions r = a;
+        r.builder = Builder::recursive_select; // CPUs only: built by the host space
+        auto tr = build_left_balanced(Kokkos::DefaultHostExecutionSpace{},
+                                      to_device<Kokkos::DefaultHostExecutionSpace>(pts, "pts"), r);
         auto ia = to_host(ta.original_indices());
         CHECK(ia == to_host(tb.original_indices()));
         CHECK(ia == to_host(ts.original_indices()));
+        CHECK(ia == to_host(tr.original_indices()));
         if (split == SplitPolicy::widest_dimension) {
           CHECK(to_host(ta.split_dims()) == to_host(tb.split_dims()));
+          CHECK(to_host(ta.split_dims()) == to_host(tr.split_dims()));
         }
         check_tree(ta, pts);
       }
+    }
+  }
+}
+
+namespace {
+template <class Exec, int D>
+void check_builders_agree(std::size_t n, Distribution dist, SplitPolicy split) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  auto pts = test::make_points<float, D>(n, dist, 4321 + n);
+  BuildOptions a, b, r;
+  a.builder = Builder::presorted_partition;
+  b.builder = Builder::wald_tags;
+  r.builder = Builder::recursive_select;
+  a.split = b.split = r.split = split;
+  auto ta = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), a);
+  auto tb = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), b);
+  auto tr = build_left_balanced(Host{}, to_device<Host>(pts, "pts"), r);
+  auto ia = to_host(ta.original_indices());
+  CHECK(ia == to_host(tb.original_indices()));
+  CHECK(ia == to_host(tr.original_indices()));
+  if (split == SplitPolicy::widest_dimension) {
+    CHECK(to_host(ta.split_dims()) == to_host(tb.split_dims()));
+    CHECK(to_host(ta.split_dims()) == to_host(tr.split_dims()));
+  }
+  check_tree(ta, pts);
+}
+} // namespace
+
+// D decides how many bottom levels the partition builder finishes per thread
+// (8 up to D = 4, 6 up to 8, 5 up to 16, 4 up to 32, none above): each
+// regime, both sides of its threshold in N.
+TEST_CASE_TEMPLATE("all builders agree in other dimensions", Exec, KDFORGE_TEST_SPACES) {
+  for (auto split : {SplitPolicy::round_robin, SplitPolicy::widest_dimension}) {
+    for (std::size_t n : {std::size_t(31), std::size_t(63), std::size_t(64), std::size_t(255), std::size_t(256),
+                          std::size_t(3001)}) {
+      CAPTURE(n);
+      CAPTURE(int(split));
+      check_builders_agree<Exec, 2>(n, Distribution::clustered, split);
+      check_builders_agree<Exec, 5>(n, Distribution::line, split);
+      check_builders_agree<Exec, 9>(n, Distribution::uniform, split);
+      check_builders_agree<Exec, 20>(n, Distribution::duplicates, split);
+      check_builders_agree<Exec, 40>(n, Distribution::clustered, split);
     }
   }
 }
@@ -269,5 +320,53 @@ TEST_CASE_TEMPLATE("adversarial inputs get clear answers", Exec, KDFORGE_TEST_SP
     QueryOptions qo;
     qo.cutoff_radius = -2;
     CHECK_THROWS_AS(closest_point(exec, tree, q, qo), kdforge::Error);
+    RadiusOptions ro;
+    ro.buffer_size = -1;
+    CHECK_THROWS_AS(radius_search(exec, tree, q, 0.1, ro), kdforge::Error);
+    ro.buffer_size = std::int64_t(1) << 21;
+    CHECK_THROWS_AS(radius_search(exec, tree, q, 0.1, ro), kdforge::Error);
+  }
+  SUBCASE("recursive_select is refused on a GPU, with a clear error") {
+    BuildOptions o;
+    o.builder = Builder::recursive_select;
+    auto d = to_device<Exec>(test::make_points<float, 3>(10, Distribution::uniform, 1), "p");
+    if (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible) {
+      CHECK(build_left_balanced(exec, d, o).size() == 10);
+    } else {
+      CHECK_THROWS_AS(build_left_balanced(exec, d, o), kdforge::Error);
+    }
+  }
+}
+
+TEST_CASE("parallel selection of the recursive builder puts the exact rank in place") {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  using N = kernels::PackedNode<float, 3, std::int32_t>;
+  for (auto dist : {Distribution::uniform, Distribution::duplicates, Distribution::plane}) {
+    auto pts = test::make_points<float, 3>(200000, dist, 99);
+    std::vector<N> base(pts.size()), tmp(pts.size());
+    for (std::size_t i = 0; i < pts.size(); ++i) base[i] = kernels::pack_node(pts[i], std::int32_t(i));
+    for (std::int64_t k : {std::int64_t(0), std::int64_t(777), std::int64_t(100000), std::int64_t(199999)}) {
+      for (int d = 0; d < 3; ++d) {
+        CAPTURE(k);
+        CAPTURE(d);
+        auto work = base;
+        kernels::recursive_detail::parallel_select(Host{}, work.data(), tmp.data(), 0, std::int64_t(work.size()), k, d);
+        kernels::recursive_detail::KeyLess<N> less{d};
+        auto ref = base;
+        std::nth_element(ref.begin(), ref.begin() + k, ref.end(), less);
+        REQUIRE(work[k].index == ref[k].index);
+        bool ok = true;
+        for (std::int64_t i = 0; i < k; ++i) ok = ok && less(work[i], work[k]);
+        for (std::int64_t i = k + 1; i < std::int64_t(work.size()); ++i) ok = ok && less(work[k], work[i]);
+        CHECK(ok);
+      }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("the recursive builder's machine-wide top levels give the same tree", Exec, KDFORGE_TEST_SPACES) {
+  for (auto split : {SplitPolicy::round_robin, SplitPolicy::widest_dimension}) {
+    CAPTURE(int(split));
+    check_builders_agree<Exec, 3>(400000, Distribution::clustered, split);
   }
 }

@@ -18,6 +18,19 @@ struct BenchBuildOptions {
   kdforge::SplitPolicy split = kdforge::SplitPolicy::round_robin;
 };
 
+struct AutoBuilder {
+  static constexpr char const* name = "auto";
+  static constexpr char const* description =
+      "left-balanced tree, the default builder: recursive selection on CPUs, partition on GPUs";
+  static constexpr char const* same_tree_group = "left_balanced";
+  template <class Exec, class Points>
+  static auto build(Exec const& exec, Points const& points, BenchBuildOptions const& o) {
+    kdforge::BuildOptions bo;
+    bo.split = o.split;
+    return kdforge::build_left_balanced(exec, points, bo);
+  }
+};
+
 struct PartitionBuilder {
   static constexpr char const* name = "partition";
   static constexpr char const* description =
@@ -58,7 +71,7 @@ struct SplitSortBuilder {
 };
 
 /// The registry, in the order `--builder all` runs them.
-using Builders = std::tuple<PartitionBuilder, TagsBuilder, SplitSortBuilder>;
+using Builders = std::tuple<AutoBuilder, PartitionBuilder, TagsBuilder, SplitSortBuilder>;
 
 template <class F, std::size_t... I>
 void for_each_builder_impl(F&& f, std::index_sequence<I...>) {

@@ -101,6 +101,11 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
   app.add_option("--traversal", o.traversal, "tree walk of queries: auto (stack-free on GPUs, stack on CPUs), stack, stack_free")
       ->check(CLI::IsMember({"auto", "stack", "stack_free"}))->group("Queries");
 
+  app.add_option("--radius-buffer", o.radius_buffer,
+                 "radius op: scratch slots per query for a single-traversal search (RadiusOptions::buffer_size; 0: "
+                 "count, then fill)")->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 20))->group("Queries");
+  app.add_option("--order", o.order, "processing order of the queries: auto (kdforge's default), as_given, morton")
+      ->check(CLI::IsMember({"auto", "as_given", "morton"}))->group("Queries");
   app.add_option("--reps", o.reps, "timed repetitions of every phase")->check(CLI::Range(1, 100000))->group("Measurement");
   app.add_option("--warmup", o.warmup, "untimed repetitions before them")->check(CLI::Range(0, 100000))->group("Measurement");
   app.add_option("--seed", o.seed, "random seed of generated points (queries use a derived seed)")->group("Measurement");

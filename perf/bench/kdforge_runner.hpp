@@ -321,6 +321,12 @@ void run_workload(Workload const& w, Sink& sink) {
                                                               : kdforge::Traversal::automatic;
   c.qo.traversal = tr;
   c.ro.traversal = tr;
+  kdforge::QueryOrder const order = o.order == "morton"     ? kdforge::QueryOrder::morton
+                                    : o.order == "as_given" ? kdforge::QueryOrder::as_given
+                                                            : kdforge::QueryOrder::automatic;
+  c.qo.order = order;
+  c.ro.order = order;
+  c.ro.buffer_size = o.radius_buffer;
 
   int kmax = 1;
   if (o.has_op("knn")) for (int k : o.ks) kmax = std::max(kmax, k);

@@ -22,6 +22,7 @@ struct Options {
   std::vector<std::string> builders;      ///< resolved from --builder (never "all")
   std::string split = "round_robin";      ///< round_robin | widest
   std::string traversal = "auto";         ///< auto | stack | stack_free
+  std::string order = "auto";             ///< auto | as_given | morton
   std::vector<std::int64_t> ns{100000};   ///< --n; with --points: prefixes of the file (empty = all)
   std::int64_t m = -1;                    ///< --m; -1: as many queries as points (or the file's count)
   int dim = 3;
@@ -29,6 +30,7 @@ struct Options {
   std::vector<int> ks{8};
   double neighbors = 8;                   ///< target mean neighbour count of the radius ops
   double radius = -1;                     ///< --radius; < 0: derived from `neighbors`
+  std::int64_t radius_buffer = 0;         ///< RadiusOptions::buffer_size of the radius op
   std::string dist = "uniform";           ///< uniform | clustered | sphere | duplicates
   std::string points_file;                ///< --points
   std::string queries = "uniform";        ///< same | uniform | a file name

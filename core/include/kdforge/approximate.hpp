@@ -76,11 +76,11 @@ KOKKOS_FUNCTION void priority_search(Tree const& tree, typename Tree::point_type
   while (true) {
     // descend, closer child first, queueing the farther one
     while (lb <= cand.bound()) {
-      auto const& p = tree.point(node);
-      cand.visit(node, sq_distance(q, p));
+      auto const p = tree.load(node);
+      cand.visit(p.index, sq_distance(q, p));
       int const level = lb::level(node);
       int const dim = tree.split_dim(node, level);
-      T const diff = q[dim] - p[dim];
+      T const diff = kernels::component<Tree::dimension>(q, dim) - kernels::component<Tree::dimension>(p, dim);
       Index const close = diff < 0 ? 2 * node + 1 : 2 * node + 2;
       Index const far = diff < 0 ? 2 * node + 2 : 2 * node + 1;
       T const far_lb = diff * diff > lb ? diff * diff : lb;

@@ -3,6 +3,7 @@
 // of the builders in kernels/build.
 #include <kdforge/error.hpp>
 #include <kdforge/kernels/build/left_balanced_partition.hpp>
+#include <kdforge/kernels/build/left_balanced_recursive.hpp>
 #include <kdforge/kernels/build/left_balanced_tags.hpp>
 #include <kdforge/options.hpp>
 #include <kdforge/points.hpp>
@@ -50,17 +51,21 @@ struct CompactFinite {
     }
   }
 };
-template <class PV, class IV>
+template <class PV, class IV, class NV>
 struct GatherTree {
   PV pts;
   IV node_point, input_index;
   PV tree_points;
   IV tree_index;
+  NV tree_nodes;
   bool remap;
   KOKKOS_FUNCTION void operator()(std::int64_t s) const {
     auto const p = node_point(s);
-    tree_points(s) = pts(p);
-    tree_index(s) = remap ? input_index(p) : p;
+    auto const pt = pts(p);
+    auto const i = remap ? input_index(p) : p;
+    tree_points(s) = pt;
+    tree_index(s) = i;
+    if (tree_nodes.extent(0)) tree_nodes(s) = kernels::pack_node(pt, i);
   }
 };
 
@@ -124,13 +129,23 @@ build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
   Box<T, D> const bounds = backend::bounding_box(exec, pts);
   Kokkos::View<std::uint8_t*, MS> dims(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::split_dims"), n);
   Kokkos::View<Index*, MS> node_point;
-  switch (options.builder) {
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible;
+  Builder builder = options.builder;
+  if (builder == Builder::automatic) builder = host ? Builder::recursive_select : Builder::presorted_partition;
+  switch (builder) {
   case Builder::wald_tags:
     node_point = kernels::build_left_balanced_tags<Exec, T, D, Index>(exec, pts, options.split, bounds, dims);
     break;
-  case Builder::automatic:
   case Builder::presorted_partition:
     node_point = kernels::build_left_balanced_partition<Exec, T, D, Index>(exec, pts, options.split, bounds, dims);
+    break;
+  case Builder::recursive_select:
+    if constexpr (host) {
+      node_point = kernels::build_left_balanced_recursive<Exec, T, D, Index>(exec, pts, options.split, bounds, dims);
+    } else {
+      fail("build_left_balanced", "Builder::recursive_select runs on host execution spaces only; use "
+                                  "Builder::automatic or presorted_partition on GPUs");
+    }
     break;
   default: fail("build_left_balanced", "unknown BuildOptions::builder value ", int(options.builder));
   }
@@ -138,13 +153,15 @@ build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
   // Gather points and input indices into tree order.
   Kokkos::View<Point<T, D>*, MS> tree_points(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points"), n);
   Kokkos::View<Index*, MS> tree_index(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::indices"), n);
+  Kokkos::View<typename Tree::node_type*, MS> tree_nodes(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::nodes"), n);
   bool const remap = input_index.extent(0) > 0 || dropped > 0;
   Kokkos::parallel_for("kdforge::build::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                       GatherTree<decltype(pts), decltype(node_point)>{pts, node_point, input_index, tree_points,
-                                                                      tree_index, remap});
+                       GatherTree<decltype(pts), decltype(node_point), decltype(tree_nodes)>{
+                           pts, node_point, input_index, tree_points, tree_index, tree_nodes, remap});
   if (options.split == SplitPolicy::round_robin) dims = {};
   exec.fence();
-  return Tree(tree_points, tree_index, dims, bounds, options.split, dropped);
+  return Tree(tree_points, tree_index, tree_nodes, dims, bounds, options.split, dropped);
 }
 
 /// Every builder's size limits: the index type, and 2^32 - 1 points.

@@ -9,6 +9,7 @@
 // (has_node() says so); no memory is spent on empty slots, positions are
 // computed, not stored.
 #include <kdforge/kernels/build/split_sort_math.hpp>
+#include <kdforge/kernels/query/node.hpp>
 #include <kdforge/options.hpp>
 #include <kdforge/types.hpp>
 
@@ -31,6 +32,7 @@ public:
   using coordinate_type = T;
   using index_type = Index;
   using point_type = Point<T, D>;
+  using node_type = kernels::PackedNode<T, D, Index>;
   static constexpr int dimension = D;
 
   MedianTree() = default;
@@ -65,6 +67,11 @@ public:
   }
   KOKKOS_FORCEINLINE_FUNCTION point_type const& point(Index s) const { return m_points(position(s)); }
   KOKKOS_FORCEINLINE_FUNCTION Index original_index(Index s) const { return m_indices(position(s)); }
+  /// Point and caller's index of node s (the traversals' common interface).
+  KOKKOS_FORCEINLINE_FUNCTION node_type load(Index s) const {
+    Index const i = position(s);
+    return kernels::pack_node(m_points(i), m_indices(i));
+  }
   /// Round robin, as in the paper (x, y, z, x, ... from the root).
   KOKKOS_FORCEINLINE_FUNCTION int split_dim(Index, int level) const { return level % D; }
 

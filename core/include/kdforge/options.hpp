@@ -8,9 +8,10 @@ namespace kdforge {
 /// Which builder makes the left-balanced tree. Every builder produces the
 /// identical tree for the same input and options.
 enum class Builder {
-  automatic,          ///< the fastest one (presorted_partition)
+  automatic,          ///< the fastest one measured: presorted_partition on GPUs, recursive_select on CPUs
   presorted_partition,///< sort each dimension once, then stable per-level partitions
   wald_tags,          ///< Wald 2022: per level one radix sort of (tag, coordinate rank) + tag update
+  recursive_select,   ///< CPUs only: depth-first selection (nth_element) per node, sub-trees as tasks
 };
 
 /// Split dimension of each node.
@@ -59,6 +60,13 @@ struct RadiusOptions {
   bool sort = false;
   /// At most this many neighbours per query, the nearest ones; -1: no limit.
   std::int64_t max_neighbors = -1;
+  /// radius_search without max_neighbors: per-query scratch slots that let
+  /// one traversal both count and record the neighbours. Rows with at most
+  /// this many neighbours are then copied into the CSR arrays; only longer
+  /// rows are traversed again. 0: count first, then fill (two traversals,
+  /// no scratch). Costs M x buffer_size x (sizeof(index) + sizeof(coordinate))
+  /// bytes while the search runs. The results are the same either way.
+  std::int64_t buffer_size = 0;
   Traversal traversal = Traversal::automatic;
   QueryOrder order = QueryOrder::automatic;
 };

@@ -104,16 +104,22 @@ struct Segment {
 
 /// Writes the k results of a sorted candidate list into row qi, empty slots
 /// as (-1, +inf).
-template <class Result, class Cand>
-KOKKOS_FORCEINLINE_FUNCTION void write_sorted_row(Result const& res, std::int64_t qi, Cand const& cand, int k) {
-  using Index = typename decltype(res.indices)::non_const_value_type;
-  using T = typename decltype(res.sq_distances)::non_const_value_type;
-  for (int j = 0; j < k; ++j) {
-    auto const& r = cand.result(k, j);
+template <class Result>
+struct WriteRow {
+  Result const& res;
+  std::int64_t qi;
+  template <class N>
+  KOKKOS_FORCEINLINE_FUNCTION void operator()(int j, N const& r) const {
+    using Index = typename decltype(res.indices)::non_const_value_type;
+    using T = typename decltype(res.sq_distances)::non_const_value_type;
     bool const missing = r.index == kernels::empty_slot_index<Index>();
     res.indices(qi, j) = missing ? invalid_index<Index>() : r.index;
     res.sq_distances(qi, j) = missing ? infinity<T>() : r.sq_dist;
   }
+};
+template <class Result, class Cand>
+KOKKOS_FORCEINLINE_FUNCTION void write_sorted_row(Result const& res, std::int64_t qi, Cand const& cand, int k) {
+  cand.for_each_result(k, WriteRow<Result>{res, qi});
 }
 
 /// Sorts the heap kept in row qi and marks its empty slots (-1, +inf).
@@ -144,7 +150,7 @@ struct KnnSortedFunctor {
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
-    traverse(stack_free, tree, queries(qi), cand);
+    traverse(stack_free, tree, typename Tree::point_type(queries(qi)), cand);
     write_sorted_row(res, qi, cand, k);
   }
 };
@@ -165,7 +171,7 @@ struct KnnHeapFunctor {
     using IR = Row<decltype(res.indices)>;
     using DR = Row<decltype(res.sq_distances)>;
     kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
-    traverse(stack_free, tree, queries(qi), cand);
+    traverse(stack_free, tree, typename Tree::point_type(queries(qi)), cand);
     finish_heap_row(res, qi, cand, k);
   }
 };
@@ -195,7 +201,7 @@ struct RadiusCountFunctor {
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     CountVisitor<Tree> v{sq_r, cap};
-    traverse(stack_free, tree, queries(qi), v);
+    traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
     counts(qi) = v.count;
   }
 };
@@ -204,16 +210,15 @@ template <class Tree, class Idx, class Dist>
 struct FillVisitor {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
-  Tree const* tree;
   Idx idx;
   Dist dist;
   T sq_r;
   std::int64_t pos;
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
-  KOKKOS_FORCEINLINE_FUNCTION void visit(Index s, T d2) {
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
     if (d2 <= sq_r) {
-      idx(pos) = tree->original_index(s);
+      idx(pos) = index;
       dist(pos) = d2;
       ++pos;
     }
@@ -241,16 +246,96 @@ struct RadiusFillFunctor {
     if (capped) {
       // the nearest `len` within the radius: a max-heap in the output row
       kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r);
-      traverse(stack_free, tree, queries(qi), cand);
+      traverse(stack_free, tree, typename Tree::point_type(queries(qi)), cand);
       cand.heap.sort_heap();
     } else {
-      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{&tree, res.indices, res.sq_distances, sq_r, b};
-      traverse(stack_free, tree, queries(qi), v);
+      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
+      traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
       if (sort) {
         kernels::RowHeapOps<T, Index, IS, DS> heap{IS{res.indices, b}, DS{res.sq_distances, b}, len};
         heap.make_heap();
         heap.sort_heap();
       }
+    }
+  }
+};
+
+/// Counts every point within the radius and records the first `cap` of them,
+/// in traversal order, in a scratch row.
+template <class Tree, class Idx, class Dist>
+struct BufferVisitor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Idx idx;
+  Dist dist;
+  T sq_r;
+  std::int64_t row, cap;
+  std::int64_t count = 0;
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
+    if (d2 <= sq_r) {
+      if (count < cap) {
+        idx(row, count) = index;
+        dist(row, count) = d2;
+      }
+      ++count;
+    }
+  }
+};
+
+template <class Tree, class QV, class OV, class Counts, class BI, class BD>
+struct RadiusBufferFunctor {
+  using T = typename Tree::coordinate_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Counts counts;
+  BI bidx;
+  BD bdist;
+  T sq_r;
+  bool stack_free;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    BufferVisitor<Tree, BI, BD> v{bidx, bdist, sq_r, i, std::int64_t(bidx.extent(1))};
+    traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
+    counts(qi) = v.count;
+  }
+};
+
+/// Rows that fit the scratch are copied; the others are traversed again.
+template <class Tree, class QV, class OV, class Result, class BI, class BD>
+struct RadiusCopyFunctor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Result res;
+  BI bidx;
+  BD bdist;
+  T sq_r;
+  bool sort;
+  bool stack_free;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    std::int64_t const b = res.offsets(qi);
+    int const len = int(res.offsets(qi + 1) - b);
+    if (len <= int(bidx.extent(1))) {
+      for (int j = 0; j < len; ++j) {
+        res.indices(b + j) = bidx(i, j);
+        res.sq_distances(b + j) = bdist(i, j);
+      }
+    } else {
+      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
+      traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
+    }
+    if (sort) {
+      using IS = Segment<decltype(res.indices)>;
+      using DS = Segment<decltype(res.sq_distances)>;
+      kernels::RowHeapOps<T, Index, IS, DS> heap{IS{res.indices, b}, DS{res.sq_distances, b}, len};
+      heap.make_heap();
+      heap.sort_heap();
     }
   }
 };
@@ -333,6 +418,8 @@ auto radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   T const sq_r = detail::checked_sq_radius<T>(radius, "radius_search", "radius");
   KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_search", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
   KDFORGE_REQUIRE(options.max_neighbors <= std::int64_t(1) << 30, "radius_search", "RadiusOptions::max_neighbors too large");
+  KDFORGE_REQUIRE(options.buffer_size >= 0 && options.buffer_size <= std::int64_t(1) << 20, "radius_search",
+                  "RadiusOptions::buffer_size must be in [0, 2^20] (got ", options.buffer_size, ")");
   auto q = detail::query_points<Exec, Tree>(exec, queries);
   std::int64_t const m = std::int64_t(q.extent(0));
   RadiusOptions count_options = options;
@@ -344,16 +431,37 @@ auto radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   Result res;
   res.offsets = decltype(res.offsets)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::offsets"), m + 1);
   auto counts = Kokkos::subview(res.offsets, Kokkos::make_pair(std::int64_t(0), m));
-  Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
-                           tree, q, order, counts, sq_r, options.max_neighbors, sf});
+  bool const buffered = options.buffer_size > 0 && options.max_neighbors < 0;
+  // Scratch rows are indexed by processing position and stored slot-major
+  // (LayoutLeft): slot j of a warp's 32 queries is one contiguous run, so
+  // their writes and reads coalesce (row-major scratch measured slower than
+  // two traversals on the H100).
+  Kokkos::View<Index**, Kokkos::LayoutLeft, MS> bidx;
+  Kokkos::View<T**, Kokkos::LayoutLeft, MS> bdist;
+  if (buffered) {
+    bidx = decltype(bidx)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
+    bdist = decltype(bdist)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
+    Kokkos::parallel_for("kdforge::radius::count_and_buffer", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         detail::RadiusBufferFunctor<Tree, decltype(q), decltype(order), decltype(counts), decltype(bidx),
+                                                     decltype(bdist)>{tree, q, order, counts, bidx, bdist, sq_r, sf});
+  } else {
+    Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
+                             tree, q, order, counts, sq_r, options.max_neighbors, sf});
+  }
   std::int64_t const total = backend::exclusive_scan(exec, counts, counts);
   Kokkos::deep_copy(exec, Kokkos::subview(res.offsets, m), total);
   res.indices = decltype(res.indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::indices"), total);
   res.sq_distances = decltype(res.sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::sq_distances"), total);
-  Kokkos::parallel_for("kdforge::radius::fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       detail::RadiusFillFunctor<Tree, decltype(q), decltype(order), Result>{
-                           tree, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, sf});
+  if (buffered) {
+    Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         detail::RadiusCopyFunctor<Tree, decltype(q), decltype(order), Result, decltype(bidx), decltype(bdist)>{
+                             tree, q, order, res, bidx, bdist, sq_r, options.sort, sf});
+  } else {
+    Kokkos::parallel_for("kdforge::radius::fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         detail::RadiusFillFunctor<Tree, decltype(q), decltype(order), Result>{
+                             tree, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, sf});
+  }
   exec.fence();
   return res;
 }

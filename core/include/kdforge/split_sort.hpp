@@ -182,8 +182,8 @@ build_split_sort_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec
   Kokkos::View<Point<T, D>*, MS> tree_points(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points"), n);
   Kokkos::View<Index*, MS> tree_index(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::indices"), n);
   Kokkos::parallel_for("kdforge::split_sort::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                       GatherTree<decltype(pts), decltype(order)>{pts, order, input.input_index, tree_points, tree_index,
-                                                                  input.dropped > 0});
+                       GatherTree<decltype(pts), decltype(order), Kokkos::View<kernels::PackedNode<T, D, Index>*, MS>>{
+                           pts, order, input.input_index, tree_points, tree_index, {}, input.dropped > 0});
   exec.fence();
   if (options.stats) {
     static_cast<split_sort::Stats&>(*options.stats) = stats;

@@ -2,6 +2,7 @@
 // The left-balanced k-d tree (Wald 2022): the points themselves, permuted
 // into level order, no pointers. Node s has children 2s+1 and 2s+2; its split
 // plane passes through its own point.
+#include <kdforge/kernels/query/node.hpp>
 #include <kdforge/options.hpp>
 #include <kdforge/types.hpp>
 
@@ -24,14 +25,17 @@ public:
   using coordinate_type = T;
   using index_type = Index;
   using point_type = Point<T, D>;
+  using node_type = kernels::PackedNode<T, D, Index>;
   static constexpr int dimension = D;
 
   LeftBalancedTree() = default;
+  /// Made by build_left_balanced: `nodes` holds points and indices again,
+  /// packed for the queries (see kernels/query/node.hpp).
   LeftBalancedTree(Kokkos::View<point_type*, MemorySpace> points, Kokkos::View<Index*, MemorySpace> indices,
-                   Kokkos::View<std::uint8_t*, MemorySpace> split_dims, Box<T, D> bounds, SplitPolicy split,
-                   std::int64_t dropped)
-      : m_points(points), m_indices(indices), m_split_dims(split_dims), m_bounds(bounds), m_split(split),
-        m_size(Index(points.extent(0))), m_dropped(dropped) {}
+                   Kokkos::View<node_type*, MemorySpace> nodes, Kokkos::View<std::uint8_t*, MemorySpace> split_dims,
+                   Box<T, D> bounds, SplitPolicy split, std::int64_t dropped)
+      : m_points(points), m_indices(indices), m_nodes(nodes), m_split_dims(split_dims), m_bounds(bounds),
+        m_split(split), m_size(Index(points.extent(0))), m_dropped(dropped) {}
 
   /// Number of points in the tree.
   KOKKOS_FUNCTION Index size() const { return m_size; }
@@ -42,6 +46,8 @@ public:
   KOKKOS_FORCEINLINE_FUNCTION constexpr bool has_node(Index) const { return true; }
   /// Point of node s (tree order).
   KOKKOS_FORCEINLINE_FUNCTION point_type const& point(Index s) const { return m_points(s); }
+  /// Point and caller's index of node s in one aligned load (what queries read).
+  KOKKOS_FORCEINLINE_FUNCTION node_type load(Index s) const { return m_nodes(s); }
   /// Index of node s's point in the caller's input.
   KOKKOS_FORCEINLINE_FUNCTION Index original_index(Index s) const { return m_indices(s); }
   /// Split dimension of node s on tree level `level` (level = floor(log2(s+1))).
@@ -64,6 +70,7 @@ public:
 private:
   Kokkos::View<point_type*, MemorySpace> m_points;
   Kokkos::View<Index*, MemorySpace> m_indices;
+  Kokkos::View<node_type*, MemorySpace> m_nodes;
   Kokkos::View<std::uint8_t*, MemorySpace> m_split_dims;
   Box<T, D> m_bounds = Box<T, D>::empty();
   SplitPolicy m_split = SplitPolicy::round_robin;

@@ -3,7 +3,7 @@
 // differs per target. Kernels call these functions only; overload resolution
 // on the execution-space type picks the implementation:
 //   Kokkos::Cuda             -> backends/cuda   (CUB)
-//   Kokkos::OpenMP, Threads  -> backends/tbb    (oneTBB)
+//   Kokkos::OpenMP, Threads  -> backends/tbb    (oneTBB; OpenMP's fork_join: backends/openmp)
 //   any other host space     -> backends/serial (standard library)
 // All sorts are stable, so every backend produces the same permutation.
 #include <kdforge/error.hpp>
@@ -20,6 +20,9 @@
 #include <kdforge/backends/serial/primitives.hpp>
 #if KDFORGE_USE_TBB
 #include <kdforge/backends/tbb/primitives.hpp>
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+#include <kdforge/backends/openmp/primitives.hpp>
 #endif
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <kdforge/backends/cuda/primitives.hpp>
@@ -53,6 +56,33 @@ void sort_by_key(Exec const& exec, KeyView const& keys, ValueView const& values,
   KDFORGE_REQUIRE(0 <= begin_bit && begin_bit <= end_bit && end_bit <= int(8 * sizeof(K)), "backend::sort_by_key",
                   "bit range [", begin_bit, ", ", end_bit, ") is not within the key");
   detail::sort_by_key_impl(exec, keys.data(), values.data(), keys.extent(0), begin_bit, end_bit);
+}
+
+namespace detail {
+// Host backends sort synchronously; their workspace stays unused.
+template <class Exec, class K, class V, class W>
+void sort_by_key_async_impl(Exec const& exec, K* keys, V* vals, std::size_t n, int begin_bit, int end_bit, W&) {
+  sort_by_key_impl(exec, keys, vals, n, begin_bit, end_bit);
+}
+} // namespace detail
+
+/// sort_by_key without a fence: `workspace` holds the vendor sort's double
+/// buffers and scratch, grows as needed, and must stay alive (and untouched)
+/// until the sort has run, e.g. across several sorts on one instance.
+template <class Exec, class KeyView, class ValueView>
+void sort_by_key_async(Exec const& exec, KeyView const& keys, ValueView const& values,
+                       Kokkos::View<char*, typename Exec::memory_space>& workspace, int begin_bit = 0,
+                       int end_bit = int(8 * sizeof(typename KeyView::value_type))) {
+  using K = typename KeyView::value_type;
+  static_assert(std::is_same<K, std::uint32_t>::value || std::is_same<K, std::uint64_t>::value,
+                "kdforge::backend::sort_by_key_async: keys must be std::uint32_t or std::uint64_t");
+  detail::check_view<Exec>(keys, "sort_by_key_async: keys");
+  detail::check_view<Exec>(values, "sort_by_key_async: values");
+  KDFORGE_REQUIRE(keys.extent(0) == values.extent(0), "backend::sort_by_key_async", "keys (", keys.extent(0),
+                  ") and values (", values.extent(0), ") differ in length");
+  KDFORGE_REQUIRE(0 <= begin_bit && begin_bit <= end_bit && end_bit <= int(8 * sizeof(K)), "backend::sort_by_key_async",
+                  "bit range [", begin_bit, ", ", end_bit, ") is not within the key");
+  detail::sort_by_key_async_impl(exec, keys.data(), values.data(), keys.extent(0), begin_bit, end_bit, workspace);
 }
 
 /// Stable sort of (keys, values) within each segment [offsets(s), offsets(s+1)).
@@ -113,6 +143,16 @@ void exclusive_scan_async(Exec const& exec, InView const& in, OutView const& out
   detail::check_view<Exec>(out, "exclusive_scan_async: out");
   KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan_async", "in and out differ in length");
   detail::exclusive_scan_async_impl(exec, in.data(), out.data(), in.extent(0), workspace);
+}
+
+/// Runs f() and g(), concurrently where the host backend has tasks (OpenMP
+/// tasks on OpenMP builds, oneTBB on Threads builds), one after the other
+/// elsewhere. Host execution spaces only: for recursive builders on CPUs.
+template <class Exec, class F, class G>
+void fork_join(Exec const& exec, F const& f, G const& g) {
+  static_assert(Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible,
+                "kdforge::backend::fork_join: host execution spaces only");
+  detail::fork_join_impl(exec, f, g);
 }
 
 /// Bounding box (per-dimension min and max) of a View of kdforge::Point.

@@ -54,6 +54,31 @@ void sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n,
   exec.fence(); // the temporaries die with this scope
 }
 
+template <class K, class V>
+void sort_by_key_async_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n, int begin_bit, int end_bit,
+                            Kokkos::View<char*, Kokkos::CudaSpace>& workspace) {
+  if (n < 2 || begin_bit >= end_bit) return;
+  int const num = cuda_num_items(n);
+  auto const round = [](std::size_t b) { return (b + 255) / 256 * 256; };
+  std::size_t const key_bytes = round(n * sizeof(K)), val_bytes = round(n * sizeof(V));
+  std::size_t bytes = 0;
+  cub::DoubleBuffer<K> kq(keys, keys);
+  cub::DoubleBuffer<V> vq(vals, vals);
+  cuda_check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, kq, vq, num, begin_bit, end_bit, exec.cuda_stream()),
+             "cub::DeviceRadixSort::SortPairs (size query)");
+  if (workspace.extent(0) < key_bytes + val_bytes + bytes) workspace = cuda_temp_storage(key_bytes + val_bytes + bytes);
+  char* const base = workspace.data();
+  cub::DoubleBuffer<K> kb(keys, reinterpret_cast<K*>(base));
+  cub::DoubleBuffer<V> vb(vals, reinterpret_cast<V*>(base + key_bytes));
+  cuda_check(cub::DeviceRadixSort::SortPairs(base + key_bytes + val_bytes, bytes, kb, vb, num, begin_bit, end_bit,
+                                             exec.cuda_stream()),
+             "cub::DeviceRadixSort::SortPairs");
+  if (kb.Current() != keys) {
+    cuda_check(cudaMemcpyAsync(keys, kb.Current(), n * sizeof(K), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
+    cuda_check(cudaMemcpyAsync(vals, vb.Current(), n * sizeof(V), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
+  }
+}
+
 template <class K, class V, class O>
 void segmented_sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n, O const* offsets,
                                 std::size_t num_segments, int begin_bit, int end_bit) {

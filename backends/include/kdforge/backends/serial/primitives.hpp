@@ -37,6 +37,12 @@ T exclusive_scan_impl(Exec const&, T const* in, T* out, std::size_t n) {
   return sum;
 }
 
+template <class Exec, class F, class G>
+void fork_join_impl(Exec const&, F const& f, G const& g) {
+  f();
+  g();
+}
+
 template <class Exec, class T, int D>
 Box<T, D> bounding_box_impl(Exec const&, Point<T, D> const* pts, std::size_t n) {
   Box<T, D> box = Box<T, D>::empty();

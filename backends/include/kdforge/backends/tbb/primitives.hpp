@@ -10,6 +10,7 @@ static_assert(false, "Include <kdforge/backends/primitives.hpp>, not a backend's
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/parallel_invoke.h>
 #include <tbb/parallel_reduce.h>
 #include <tbb/parallel_scan.h>
 #include <tbb/task_arena.h>
@@ -110,6 +111,11 @@ KDFORGE_TBB_PRIMITIVES_FOR(Kokkos::OpenMP)
 #endif
 #if defined(KOKKOS_ENABLE_THREADS)
 KDFORGE_TBB_PRIMITIVES_FOR(Kokkos::Threads)
+// (The OpenMP backend forks with OpenMP tasks instead: backends/openmp.)
+template <class F, class G>
+void fork_join_impl(Kokkos::Threads const&, F const& f, G const& g) {
+  tbb::parallel_invoke(f, g);
+}
 #endif
 #undef KDFORGE_TBB_PRIMITIVES_FOR
 

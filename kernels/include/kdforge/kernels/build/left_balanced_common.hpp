@@ -56,12 +56,14 @@ presort_dimensions(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::m
   Index const n = Index(pts.extent(0));
   Kokkos::View<Index**, Kokkos::LayoutRight, MS> perm(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::presort::perm"), D, n);
   Kokkos::View<Key*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::presort::keys"), n);
+  Kokkos::View<char*, MS> workspace; // one sort scratch for all D sorts, no fence between them
   for (int d = 0; d < D; ++d) {
     auto row = Kokkos::subview(perm, d, Kokkos::ALL);
     Kokkos::parallel_for("kdforge::presort::keys", Kokkos::RangePolicy<Exec>(exec, 0, n),
                          PresortKeys<std::decay_t<decltype(pts)>, decltype(keys), decltype(row)>{pts, keys, row, d});
-    backend::sort_by_key(exec, keys, row);
+    backend::sort_by_key_async(exec, keys, row, workspace);
   }
+  exec.fence(); // keys and workspace are freed on return
   return perm;
 }
 

@@ -8,83 +8,125 @@
 // full sort of (tag, coordinate) per level (~log2 N sorts), every dimension is
 // sorted once (ties by input index) and each level only *partitions* the
 // per-dimension orders stably, which keeps every segment sorted in every
-// dimension. A level then costs, per dimension, one flag pass, one exclusive
-// scan and one scatter, and the dimension being split moves nothing at all.
-// Segments are kept in in-order layout: sub-tree s owns positions
+// dimension. Segments are kept in in-order layout: sub-tree s owns positions
 // [begin(s), begin(s) + ss(s)) in all D orders, its pivot sits at
 // begin(s) + ss(lChild(s)), the left child's segment starts at begin(s) and
 // the right child's right after the pivot. Produces exactly the tree of the
 // tag builder (checked by a test).
+//
+// Cost per level, per dimension e that is not being split: one flag pass
+// (left/pivot counts packed in one 32-bit word), one scan and one scatter.
+// The order being split is already partitioned (left | pivot | right is its
+// sorted order), so under round robin its pass is skipped altogether; the two
+// order buffers are therefore swapped per dimension, not as a whole.
+// The last R levels (sub-trees of at most 2^R - 1 points) are finished by one
+// thread per sub-tree in local memory: those levels would otherwise cost a
+// full pass over all N each while moving only tiny segments.
 #include <kdforge/kernels/build/left_balanced_common.hpp>
 
+#include <type_traits>
 #include <utility>
 
 namespace kdforge::kernels {
 
 namespace partition_detail {
 // Kernels are named functors, not extended lambdas (see points.hpp).
-template <class IV, class Perm, class Dims, class Side>
+
+/// The D per-dimension orders, each living in buffer a or b: bit e of in_b
+/// says which (D > 64: bit 0 for all rows, which then always move together).
+template <class PermV, int D>
+struct Rows {
+  PermV a, b;
+  std::uint64_t in_b = 0;
+  KOKKOS_FORCEINLINE_FUNCTION bool row_in_b(int e) const { return ((D <= 64 ? in_b >> e : in_b) & 1u) != 0; }
+  KOKKOS_FORCEINLINE_FUNCTION typename PermV::value_type at(int e, std::int64_t j) const {
+    return row_in_b(e) ? b(e, j) : a(e, j);
+  }
+};
+
+/// Scan word: left count in the low bits, pivot count from bit `shift` up.
+/// Within a segment fewer than 2^31 points go left (32-bit indices hold at
+/// most 2^31 - 2 points), and unsigned wrap-around keeps the difference of
+/// two prefix sums exact, so 32 bits suffice for 32-bit indices.
+template <class Index>
+using ScanWord = std::conditional_t<sizeof(Index) == 4, std::uint32_t, std::uint64_t>;
+template <class Index>
+KOKKOS_INLINE_FUNCTION constexpr int pivot_shift() { return sizeof(Index) == 4 ? 31 : 32; }
+
+/// Split dimension of active node s: `rr_dim` (>= 0) for the whole level
+/// under round robin, else the stored per-node one.
+template <class Dims>
+KOKKOS_FORCEINLINE_FUNCTION int split_dim_of(Dims const& dims, int rr_dim, std::int64_t s) {
+  return rr_dim >= 0 ? rr_dim : int(dims(s));
+}
+
+template <class IV, class Rws, class Dims, class Side>
 struct Sides { // which side of its node each point goes; the pivot becomes the node
   IV tag, node_begin, node_point;
-  Perm perm;
+  Rws rows;
   Dims dims;
   Side side;
   std::int64_t n, fixed;
+  int rr_dim;
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     std::int64_t const s = tag(j);
     if (s < fixed) return;
     std::int64_t const pivot = node_begin(s) + lb::subtree_size(lb::left_child(s), n);
-    auto const p = perm(dims(s), j);
+    auto const p = rows.at(split_dim_of(dims, rr_dim, s), j);
     side(p) = j < pivot ? 0 : (j == pivot ? 1 : 2);
     if (j == pivot) node_point(s) = p;
   }
 };
-template <class IV, class Perm, class Dims, class Side, class Scan>
-struct Flags { // left count in the low 32 bits, pivot count in the high 32
+template <class Index, class IV, class PermV, class Dims, class Side>
+struct LeftPivotWord { // scan input of position j in order e
+  using W = ScanWord<Index>;
   IV tag;
-  Perm perm;
+  PermV src;
   Dims dims;
   Side side;
-  Scan scan;
   std::int64_t fixed;
-  int e;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+  int e, rr_dim;
+  KOKKOS_FUNCTION W operator()(std::int64_t j) const {
     std::int64_t const s = tag(j);
-    std::uint64_t f = 0;
-    if (s >= fixed && dims(s) != e) {
-      std::uint8_t const sd = side(perm(e, j));
-      f = sd == 0 ? 1u : (sd == 1 ? (std::uint64_t(1) << 32) : 0u);
-    }
-    scan(j) = f;
+    if (s < fixed || split_dim_of(dims, rr_dim, s) == e) return W(0);
+    std::uint8_t const sd = side(src(e, j));
+    return sd == 0 ? W(1) : (sd == 1 ? W(W(1) << pivot_shift<Index>()) : W(0));
   }
 };
-template <class IV, class Perm, class Dims, class Side, class Scan>
+template <class Word, class Scan>
+struct WriteWords {
+  Word word;
+  Scan scan;
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const { scan(j) = word(j); }
+};
+template <class Index, class IV, class PermV, class Dims, class Side, class Scan>
 struct Scatter { // stable three-way partition (left | pivot | right) per segment
+  using W = ScanWord<Index>;
   IV tag, node_begin;
-  Perm perm, perm_next;
+  PermV src, dst;
   Dims dims;
   Side side;
   Scan scan;
   std::int64_t n, fixed;
-  int e;
+  int e, rr_dim;
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     std::int64_t const s = tag(j);
-    auto const p = perm(e, j);
-    if (s < fixed || dims(s) == e) {
-      perm_next(e, j) = p;
+    auto const p = src(e, j);
+    if (s < fixed || split_dim_of(dims, rr_dim, s) == e) {
+      dst(e, j) = p;
       return;
     }
     std::int64_t const begin = node_begin(s);
     std::int64_t const pivot = begin + lb::subtree_size(lb::left_child(s), n);
-    std::uint64_t const before = scan(j) - scan(begin);
-    std::int64_t const left_before = std::int64_t(before & 0xffffffffu);
-    std::int64_t const pivot_before = std::int64_t(before >> 32);
+    W const before = W(scan(j) - scan(begin));
+    std::int64_t const left_before = std::int64_t(before & W((W(1) << pivot_shift<Index>()) - 1));
+    std::int64_t const pivot_before = std::int64_t(before >> pivot_shift<Index>());
     std::uint8_t const sd = side(p);
     std::int64_t dest;
     if (sd == 0) dest = begin + left_before;
     else if (sd == 1) dest = pivot;
     else dest = pivot + 1 + (j - begin - left_before - pivot_before);
-    perm_next(e, dest) = p;
+    dst(e, dest) = p;
   }
 };
 template <class IV>
@@ -105,6 +147,78 @@ struct NextTags { // left of a pivot: left child; right of it: right child
     }
   }
 };
+
+/// Levels finished per thread at the bottom: sub-trees of at most
+/// 2^R - 1 points (local ids fit a byte), whose D orders stay in local
+/// memory (D x 255 bytes at most). Each level left to the passes costs a
+/// few launches over all N; a thread finishing 8 levels of 255 points does
+/// ~6k cheap steps, which the H100 hides at 1M points (4k threads).
+template <int D>
+KOKKOS_INLINE_FUNCTION constexpr int finish_levels() {
+  return D <= 4 ? 8 : (D <= 8 ? 6 : (D <= 16 ? 5 : (D <= 32 ? 4 : 0)));
+}
+
+/// One thread per sub-tree root s of level l0: the same pivot rule and the
+/// same stable partitions as the level passes, on the sub-tree's own copy of
+/// its D orders, with points renamed to local ids 0 .. ss(s)-1.
+template <class T, int D, class Index, class PV, class IV, class Rws, class Dims, class Lid>
+struct FinishSubtrees {
+  static constexpr int M = (1 << finish_levels<D>()) - 1;
+  Box<T, D> bounds;
+  PV pts;
+  IV node_begin, node_point;
+  Rws rows;
+  Dims dims;
+  Lid lid; // global point id -> local id, scratch of n bytes
+  std::int64_t n;
+  int l0;
+  bool widest;
+  KOKKOS_FUNCTION void operator()(std::int64_t s) const {
+    int const m = int(lb::subtree_size(s, n)); // <= M
+    std::int64_t const begin = node_begin(s);
+    Index gid[M];
+    std::uint8_t ord[D][M];
+    std::uint8_t side[M], tmp[M], nb[M];
+    for (int k = 0; k < m; ++k) {
+      gid[k] = rows.at(0, begin + k);
+      lid(gid[k]) = std::uint8_t(k);
+      ord[0][k] = std::uint8_t(k);
+    }
+    for (int e = 1; e < D; ++e)
+      for (int k = 0; k < m; ++k) ord[e][k] = lid(rows.at(e, begin + k));
+    nb[0] = 0;
+    for (int t = 0;; ++t) {
+      std::int64_t const first = ((s + 1) << t) - 1; // leftmost descendant on depth t
+      if (first >= n) break;
+      for (int i = 0; i < (1 << t) && first + i < n; ++i) {
+        std::int64_t const u = first + i;
+        int const uloc = (1 << t) - 1 + i; // level order inside the sub-tree
+        int const d = widest ? widest_split_dim<T, D, Index>(u, bounds, pts, node_point, dims) : (l0 + t) % D;
+        dims(u) = std::uint8_t(d);
+        int const b = nb[uloc];
+        int const mu = int(lb::subtree_size(u, n));
+        int const piv = b + int(lb::subtree_size(lb::left_child(u), n));
+        for (int k = b; k < b + mu; ++k) side[ord[d][k]] = k < piv ? 0 : (k == piv ? 1 : 2);
+        node_point(u) = gid[ord[d][piv]];
+        if (mu > 1) {
+          for (int e = 0; e < D; ++e) {
+            if (e == d) continue;
+            int left = b, right = piv + 1;
+            for (int k = b; k < b + mu; ++k) {
+              std::uint8_t const x = ord[e][k];
+              if (side[x] == 0) tmp[left++] = x;
+              else if (side[x] == 2) tmp[right++] = x;
+              else tmp[piv] = x;
+            }
+            for (int k = b; k < b + mu; ++k) ord[e][k] = tmp[k];
+          }
+        }
+        if (2 * uloc + 1 < M) nb[2 * uloc + 1] = std::uint8_t(b);
+        if (2 * uloc + 2 < M) nb[2 * uloc + 2] = std::uint8_t(piv + 1);
+      }
+    }
+  }
+};
 } // namespace partition_detail
 
 /// Returns node_point: node_point(s) = index (into pts) of the point at node
@@ -114,49 +228,73 @@ Kokkos::View<Index*, typename Exec::memory_space>
 build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_space> const& pts,
                               SplitPolicy policy, Box<T, D> const& bounds,
                               Kokkos::View<std::uint8_t*, typename Exec::memory_space> const& dims) {
+  using namespace partition_detail;
   using MS = typename Exec::memory_space;
+  using IV = Kokkos::View<Index*, MS>;
+  using PermV = Kokkos::View<Index**, Kokkos::LayoutRight, MS>;
+  using DimV = Kokkos::View<std::uint8_t*, MS>;
+  using W = ScanWord<Index>;
+  using ScanV = Kokkos::View<W*, MS>;
   std::int64_t const n = std::int64_t(pts.extent(0));
-  Kokkos::View<Index*, MS> node_point(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
+  IV node_point(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
   if (n == 0) return node_point;
 
-  auto perm = presort_dimensions<Exec, T, D, Index>(exec, pts);
-  Kokkos::View<Index**, Kokkos::LayoutRight, MS> perm_next(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::perm_next"), D, n);
-  Kokkos::View<Index*, MS> tag("kdforge::build::tag", n);                 // sub-tree owning each position
-  Kokkos::View<Index*, MS> node_begin("kdforge::build::node_begin", n);   // segment begin of each node
-  Kokkos::View<std::uint8_t*, MS> side(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::side"), n);
-  Kokkos::View<std::uint64_t*, MS> scan(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::scan"), n);
-
-  // Scans without fence or total, their vendor scratch allocated once: a
-  // fenced scan with a fresh temporary per call cost ~50 us each on the H100
-  // (D per level).
+  Rows<PermV, D> rows{presort_dimensions<Exec, T, D, Index>(exec, pts),
+                      PermV(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::perm_next"), D, n), 0};
+  // Zeroed by asynchronous fills: an initialised View fences after its fill.
+  IV tag(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::tag"), n); // sub-tree owning each position
+  IV node_begin(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_begin"), n); // segment begins
+  Kokkos::deep_copy(exec, tag, Index(0));
+  Kokkos::deep_copy(exec, node_begin, Index(0));
+  DimV side(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::side"), n);
+  ScanV scan(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::scan"), n);
+  // Vendor scan scratch allocated once: a fresh temporary per scan cost
+  // ~50 us each on the H100.
   Kokkos::View<char*, MS> scan_workspace;
-  int const L = lb::num_levels(n);
-  for (int l = 0; l < L; ++l) {
-    compute_level_split_dims<Exec, T, D, Index>(exec, l, n, policy, bounds, pts, node_point, dims);
-    std::int64_t const fixed = lb::full(l); // nodes of levels < l are final
 
-    using IV = Kokkos::View<Index*, MS>;
-    using PermV = Kokkos::View<Index**, Kokkos::LayoutRight, MS>;
-    using DimV = Kokkos::View<std::uint8_t*, MS>;
-    using ScanV = Kokkos::View<std::uint64_t*, MS>;
+  int const L = lb::num_levels(n);
+  int const l0 = finish_levels<D>() > 0 ? (L > finish_levels<D>() ? L - finish_levels<D>() : 0) : L;
+  bool const skip_split_row = policy == SplitPolicy::round_robin && D <= 64;
+  for (int l = 0; l < l0; ++l) {
+    // Round robin needs no per-node dimensions while building (and the tree
+    // keeps none): the level's dimension is passed to the kernels.
+    int const rr_dim = policy == SplitPolicy::round_robin ? l % D : -1;
+    if (rr_dim < 0) compute_level_split_dims<Exec, T, D, Index>(exec, l, n, policy, bounds, pts, node_point, dims);
+    std::int64_t const fixed = lb::full(l); // nodes of levels < l are final
     Kokkos::parallel_for("kdforge::build::partition::side", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         partition_detail::Sides<IV, PermV, DimV, DimV>{tag, node_begin, node_point, perm, dims, side, n, fixed});
+                         Sides<IV, Rows<PermV, D>, DimV, DimV>{tag, node_begin, node_point, rows, dims, side, n, fixed,
+                                                               rr_dim});
     if (l == L - 1) break; // every segment of the last level is a single node
 
     for (int e = 0; e < D; ++e) {
-      // Stable partition of order e inside every segment whose split
-      // dimension is not e: one flag pass, one scan, one scatter.
+      if (skip_split_row && e == l % D) continue; // already left | pivot | right
+      PermV const& src = rows.row_in_b(e) ? rows.b : rows.a;
+      PermV const& dst = rows.row_in_b(e) ? rows.a : rows.b;
+      // Flags, then a plain scan: fusing the flags into the scan's input
+      // (a transform iterator) made each scan 34 us instead of 14 + 5 at 1M
+      // on the H100: the gathers of side() then sit inside the scan's
+      // serialised look-back.
       Kokkos::parallel_for("kdforge::build::partition::flags", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                           partition_detail::Flags<IV, PermV, DimV, DimV, ScanV>{tag, perm, dims, side, scan, fixed, e});
+                           WriteWords<LeftPivotWord<Index, IV, PermV, DimV, DimV>, ScanV>{
+                               {tag, src, dims, side, fixed, e, rr_dim}, scan});
       backend::exclusive_scan_async(exec, scan, scan, scan_workspace);
       Kokkos::parallel_for("kdforge::build::partition::scatter", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                           partition_detail::Scatter<IV, PermV, DimV, DimV, ScanV>{tag, node_begin, perm, perm_next, dims,
-                                                                                   side, scan, n, fixed, e});
+                           Scatter<Index, IV, PermV, DimV, DimV, ScanV>{tag, node_begin, src, dst, dims, side, scan, n,
+                                                                        fixed, e, rr_dim});
+      if (D <= 64) rows.in_b ^= std::uint64_t(1) << e;
     }
-    std::swap(perm, perm_next);
+    if (D > 64) rows.in_b ^= 1u;
     Kokkos::parallel_for("kdforge::build::partition::tags", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         partition_detail::NextTags<IV>{tag, node_begin, n, fixed});
+                         NextTags<IV>{tag, node_begin, n, fixed});
+  }
+  if constexpr (finish_levels<D>() > 0) {
+    if (l0 < L) {
+      DimV lid(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::local_id"), n);
+      Kokkos::parallel_for("kdforge::build::partition::finish", Kokkos::RangePolicy<Exec>(exec, lb::full(l0), lb::min64(lb::full(l0 + 1), n)),
+                           FinishSubtrees<T, D, Index, Kokkos::View<Point<T, D>*, MS>, IV, Rows<PermV, D>, DimV, DimV>{
+                               bounds, pts, node_begin, node_point, rows, dims, lid, n, l0,
+                               policy == SplitPolicy::widest_dimension});
+    }
   }
   return node_point;
 }

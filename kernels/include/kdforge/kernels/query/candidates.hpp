@@ -25,18 +25,17 @@ struct SortedCandidates {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   using N = Neighbor<T, Index>;
-  Tree const* tree;
   N c[CAP];
 
-  KOKKOS_FUNCTION SortedCandidates(Tree const& t, int k, T sq_cutoff) : tree(&t) {
+  KOKKOS_FUNCTION SortedCandidates(Tree const&, int k, T sq_cutoff) {
 #pragma unroll
     for (int i = 0; i < CAP; ++i) c[i] = i < CAP - k ? N{T(-1), Index(-1)} : N{sq_cutoff, empty_slot_index<Index>()};
   }
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return c[CAP - 1].sq_dist; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
-  KOKKOS_FORCEINLINE_FUNCTION void visit(Index s, T d2) {
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
     if (d2 > c[CAP - 1].sq_dist) return;
-    N const x{d2, tree->original_index(s)};
+    N const x{d2, index};
     if (!(x < c[CAP - 1])) return;
     bool placed = false;
 #pragma unroll
@@ -51,8 +50,15 @@ struct SortedCandidates {
     }
     if (!placed) c[0] = x;
   }
-  /// j-th nearest (0-based), j < k.
-  KOKKOS_FORCEINLINE_FUNCTION N const& result(int k, int j) const { return c[CAP - k + j]; }
+  /// f(j, neighbour) for the j-th nearest, j = 0 .. k-1. Slots are visited
+  /// with compile-time indices: indexing c by a run-time value would move the
+  /// whole list to local memory on GPUs.
+  template <class F>
+  KOKKOS_FORCEINLINE_FUNCTION void for_each_result(int k, F const& f) const {
+#pragma unroll
+    for (int i = 0; i < CAP; ++i)
+      if (i >= CAP - k) f(i - (CAP - k), c[i]);
+  }
 };
 
 template <class T, class Index, class IndexRow, class DistRow>
@@ -102,19 +108,18 @@ struct RowHeapCandidates {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   using N = Neighbor<T, Index>;
-  Tree const* tree;
   RowHeapOps<T, Index, IndexRow, DistRow> heap;
   T top_d2;
 
-  KOKKOS_FUNCTION RowHeapCandidates(Tree const& t, IndexRow idx, DistRow dist, int k, T sq_cutoff)
-      : tree(&t), heap{idx, dist, k}, top_d2(sq_cutoff) {
+  KOKKOS_FUNCTION RowHeapCandidates(Tree const&, IndexRow idx, DistRow dist, int k, T sq_cutoff)
+      : heap{idx, dist, k}, top_d2(sq_cutoff) {
     for (int i = 0; i < k; ++i) heap.set(i, N{sq_cutoff, empty_slot_index<Index>()});
   }
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return top_d2; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
-  KOKKOS_FUNCTION void visit(Index s, T d2) {
+  KOKKOS_FUNCTION void visit(Index index, T d2) {
     if (d2 > top_d2 || heap.size == 0) return;
-    N const x{d2, tree->original_index(s)};
+    N const x{d2, index};
     if (!(x < heap.get(0))) return;
     heap.sift_down(0, heap.size, x);
     top_d2 = heap.get(0).sq_dist;

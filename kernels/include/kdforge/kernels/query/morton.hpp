@@ -13,19 +13,31 @@
 
 namespace kdforge::kernels {
 
+/// 32-bit codes: 32 / D bits per dimension (10 for D = 3, a 1024^3 grid),
+/// and only the first 32 dimensions above D = 32. Coarser than the points'
+/// precision on purpose: the order only needs to group nearby queries, and a
+/// 30-bit key sorts in 4 radix passes where a 63-bit one takes 8.
+template <int D>
+KOKKOS_INLINE_FUNCTION constexpr int morton_dims() { return D < 32 ? D : 32; }
+template <int D>
+KOKKOS_INLINE_FUNCTION constexpr int morton_bits_per_dim() { return 32 / morton_dims<D>(); }
+template <int D>
+KOKKOS_INLINE_FUNCTION constexpr int morton_key_bits() { return morton_bits_per_dim<D>() * morton_dims<D>(); }
+
 template <class T, int D>
-KOKKOS_FUNCTION std::uint64_t morton_code(Point<T, D> const& q, Box<T, D> const& box) {
-  constexpr int bits = (63 / D) < 21 ? (63 / D) : 21;
-  std::uint64_t cell[D];
-  for (int d = 0; d < D; ++d) {
+KOKKOS_FUNCTION std::uint32_t morton_code(Point<T, D> const& q, Box<T, D> const& box) {
+  constexpr int dims = morton_dims<D>();
+  constexpr int bits = morton_bits_per_dim<D>();
+  std::uint32_t cell[dims];
+  for (int d = 0; d < dims; ++d) {
     T const extent = box.hi[d] - box.lo[d];
     T t = extent > 0 ? (q[d] - box.lo[d]) / extent : T(0);
     t = t >= T(0) ? (t <= T(1) ? t : T(1)) : T(0); // also maps NaN to 0
-    cell[d] = std::uint64_t(t * T((std::uint64_t(1) << bits) - 1));
+    cell[d] = std::uint32_t(t * T((std::uint32_t(1) << bits) - 1));
   }
-  std::uint64_t code = 0;
+  std::uint32_t code = 0;
   for (int b = bits - 1; b >= 0; --b)
-    for (int d = 0; d < D; ++d) code = (code << 1) | ((cell[d] >> b) & 1u);
+    for (int d = 0; d < dims; ++d) code = (code << 1) | ((cell[d] >> b) & 1u);
   return code;
 }
 
@@ -48,11 +60,11 @@ morton_order(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_
              Box<T, D> const& box) {
   std::int64_t const m = std::int64_t(queries.extent(0));
   Kokkos::View<Index*, typename Exec::memory_space> order(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::order"), m);
-  Kokkos::View<std::uint64_t*, typename Exec::memory_space> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::morton"), m);
+  Kokkos::View<std::uint32_t*, typename Exec::memory_space> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::morton"), m);
   Kokkos::parallel_for("kdforge::query::morton", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        MortonCodes<std::decay_t<decltype(queries)>, Box<T, D>, decltype(codes), decltype(order)>{
                            queries, box, codes, order});
-  backend::sort_by_key(exec, codes, order, 0, 63);
+  backend::sort_by_key(exec, codes, order, 0, morton_key_bits<D>());
   return order;
 }
 

@@ -2,7 +2,8 @@
 // Depth-first traversals of a k-d tree stored as a complete binary tree
 // (LeftBalancedTree, MedianTree), close child first. A tree provides
 // node_count() slots, has_node(s) for slots that may be empty (only leaves
-// may be), point(s), original_index(s) and split_dim(s, level).
+// may be), load(s) (point and caller's index of node s, one record: see
+// node.hpp) and split_dim(s, level).
 //
 // stack:      far children wait on a small fixed stack with their plane
 //             distance; popped ones farther than the current bound are skipped.
@@ -13,9 +14,11 @@
 // Both visit nodes in the same order, so unsorted radius results are the same
 // whichever is used. A visitor provides
 //   T bound() const            squared radius beyond which nothing matters
-//   void visit(Index s, T d2)  node s at squared distance d2 (may be > bound)
+//   void visit(Index i, T d2)  the point of caller's index i at squared
+//                              distance d2 (may be > bound)
 //   bool done() const          stop early (radius count with a cap)
 #include <kdforge/kernels/left_balanced_math.hpp>
+#include <kdforge/kernels/query/node.hpp>
 #include <kdforge/types.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -38,11 +41,11 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
   int level = 0;
   while (true) {
     while (node < n && tree.has_node(node)) {
-      auto const& p = tree.point(node);
-      visitor.visit(node, sq_distance(q, p));
+      auto const p = tree.load(node);
+      visitor.visit(p.index, sq_distance(q, p));
       if (visitor.done()) return;
       int const dim = tree.split_dim(node, level);
-      T const diff = q[dim] - p[dim];
+      T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
       Index const close = diff < 0 ? 2 * node + 1 : 2 * node + 2;
       Index const far = diff < 0 ? 2 * node + 2 : 2 * node + 1;
       ++level;
@@ -75,14 +78,14 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
       --level;
       continue;
     }
-    auto const& p = tree.point(curr);
+    auto const p = tree.load(curr);
     bool const from_parent = prev < curr;
     if (from_parent) {
-      visitor.visit(curr, sq_distance(q, p));
+      visitor.visit(p.index, sq_distance(q, p));
       if (visitor.done()) return;
     }
     int const dim = tree.split_dim(curr, level);
-    T const diff = q[dim] - p[dim];
+    T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
     Index const close = diff < 0 ? 2 * curr + 1 : 2 * curr + 2;
     Index const far = diff < 0 ? 2 * curr + 2 : 2 * curr + 1;
     Index next;
