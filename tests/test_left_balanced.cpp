@@ -180,8 +180,8 @@ void check_builders_agree(std::size_t n, Distribution dist, SplitPolicy split) {
 } // namespace
 
 // D decides how many bottom levels the partition builder finishes per thread
-// (8 up to D = 4, 6 up to 8, 5 up to 16, 4 up to 32, none above): each
-// regime, both sides of its threshold in N.
+// (8 up to D = 4 on CPUs, 6 on GPUs; 6 up to 8, 5 up to 16, 4 up to 32, none
+// above): each regime, both sides of its threshold in N.
 TEST_CASE_TEMPLATE("all builders agree in other dimensions", Exec, KDFORGE_TEST_SPACES) {
   for (auto split : {SplitPolicy::round_robin, SplitPolicy::widest_dimension}) {
     for (std::size_t n : {std::size_t(31), std::size_t(63), std::size_t(64), std::size_t(255), std::size_t(256),

@@ -14,8 +14,10 @@
 // the right child's right after the pivot. Produces exactly the tree of the
 // tag builder (checked by a test).
 //
-// Cost per level, per dimension e that is not being split: one flag pass
-// (left/pivot counts packed in one 32-bit word), one scan and one scatter.
+// Cost per level: one pass that moves every position to its new sub-tree
+// (the previous level's tag update) and marks each point's side, then per
+// dimension e that is not being split one flag pass (left/pivot counts
+// packed in one 32-bit word), one scan and one scatter.
 // The order being split is already partitioned (left | pivot | right is its
 // sorted order), so under round robin its pass is skipped altogether; the two
 // order buffers are therefore swapped per dimension, not as a whole.
@@ -60,18 +62,33 @@ KOKKOS_FORCEINLINE_FUNCTION int split_dim_of(Dims const& dims, int rr_dim, std::
   return rr_dim >= 0 ? rr_dim : int(dims(s));
 }
 
+/// Level l's first pass: moves each position from its level-(l-1) node to
+/// the child holding it (the tag update of the previous level, fused here to
+/// save a pass and a launch per level; a child's segment begin follows from
+/// its parent's), then says which side of its level-l node each point goes;
+/// the pivot becomes the node.
 template <class IV, class Rws, class Dims, class Side>
-struct Sides { // which side of its node each point goes; the pivot becomes the node
+struct Sides {
   IV tag, node_begin, node_point;
   Rws rows;
   Dims dims;
   Side side;
-  std::int64_t n, fixed;
-  int rr_dim;
+  std::int64_t n;
+  int l, rr_dim;
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
-    std::int64_t const s = tag(j);
-    if (s < fixed) return;
-    std::int64_t const pivot = node_begin(s) + lb::subtree_size(lb::left_child(s), n);
+    std::int64_t s = tag(j);
+    std::int64_t begin = 0;
+    if (l > 0) {
+      if (s < lb::full(l - 1)) return; // settled before level l-1
+      std::int64_t const b = node_begin(s);
+      std::int64_t const pv = b + lb::subtree_size(lb::left_child(s), n);
+      if (j == pv) return; // node s's own point, chosen at level l-1
+      begin = j < pv ? b : pv + 1;
+      s = j < pv ? lb::left_child(s) : lb::right_child(s);
+      tag(j) = typename IV::value_type(s);
+      if (j == begin) node_begin(s) = typename IV::value_type(begin);
+    }
+    std::int64_t const pivot = begin + lb::subtree_size(lb::left_child(s), n);
     auto const p = rows.at(split_dim_of(dims, rr_dim, s), j);
     side(p) = j < pivot ? 0 : (j == pivot ? 1 : 2);
     if (j == pivot) node_point(s) = p;
@@ -129,41 +146,23 @@ struct Scatter { // stable three-way partition (left | pivot | right) per segmen
     dst(e, dest) = p;
   }
 };
-template <class IV>
-struct NextTags { // left of a pivot: left child; right of it: right child
-  IV tag, node_begin;
-  std::int64_t n, fixed;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
-    using Index = typename IV::value_type;
-    std::int64_t const s = tag(j);
-    if (s < fixed) return;
-    std::int64_t const begin = node_begin(s);
-    std::int64_t const pivot = begin + lb::subtree_size(lb::left_child(s), n);
-    if (j < pivot) tag(j) = Index(lb::left_child(s));
-    else if (j > pivot) tag(j) = Index(lb::right_child(s));
-    else {
-      if (lb::left_child(s) < n) node_begin(lb::left_child(s)) = Index(begin);
-      if (lb::right_child(s) < n) node_begin(lb::right_child(s)) = Index(pivot + 1);
-    }
-  }
-};
-
 /// Levels finished per thread at the bottom: sub-trees of at most
 /// 2^R - 1 points (local ids fit a byte), whose D orders stay in local
-/// memory (D x 255 bytes at most). Each level left to the passes costs a
-/// few launches over all N; a thread finishing 8 levels of 255 points does
-/// ~6k cheap steps, which the H100 hides at 1M points (4k threads).
-template <int D>
+/// memory (D x 255 bytes at most). Each level left to the passes costs a few
+/// launches over all N (~115 us at 1M points on the H100). CPUs finish 8
+/// levels for D <= 4; on GPUs 6: a thread doing 8 levels of 255 points runs
+/// ~1 ms latency-bound at 1M points (only 4k threads), 6 levels ~0.1 ms.
+template <int D, bool GPU>
 KOKKOS_INLINE_FUNCTION constexpr int finish_levels() {
-  return D <= 4 ? 8 : (D <= 8 ? 6 : (D <= 16 ? 5 : (D <= 32 ? 4 : 0)));
+  return D <= 4 ? (GPU ? 6 : 8) : (D <= 8 ? 6 : (D <= 16 ? 5 : (D <= 32 ? 4 : 0)));
 }
 
 /// One thread per sub-tree root s of level l0: the same pivot rule and the
 /// same stable partitions as the level passes, on the sub-tree's own copy of
 /// its D orders, with points renamed to local ids 0 .. ss(s)-1.
-template <class T, int D, class Index, class PV, class IV, class Rws, class Dims, class Lid>
+template <class T, int D, class Index, int R, class PV, class IV, class Rws, class Dims, class Lid>
 struct FinishSubtrees {
-  static constexpr int M = (1 << finish_levels<D>()) - 1;
+  static constexpr int M = (1 << R) - 1;
   Box<T, D> bounds;
   PV pts;
   IV node_begin, node_point;
@@ -175,7 +174,11 @@ struct FinishSubtrees {
   bool widest;
   KOKKOS_FUNCTION void operator()(std::int64_t s) const {
     int const m = int(lb::subtree_size(s, n)); // <= M
-    std::int64_t const begin = node_begin(s);
+    std::int64_t begin = 0; // from the parent's segment (no tag pass after the last level pass)
+    if (s > 0) {
+      std::int64_t const p = lb::parent(s);
+      begin = node_begin(p) + (s == lb::left_child(p) ? 0 : lb::subtree_size(lb::left_child(p), n) + 1);
+    }
     Index gid[M];
     std::uint8_t ord[D][M];
     std::uint8_t side[M], tmp[M], nb[M];
@@ -252,8 +255,9 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
   // ~50 us each on the H100.
   Kokkos::View<char*, MS> scan_workspace;
 
+  constexpr int R = finish_levels<D, !Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible>();
   int const L = lb::num_levels(n);
-  int const l0 = finish_levels<D>() > 0 ? (L > finish_levels<D>() ? L - finish_levels<D>() : 0) : L;
+  int const l0 = R > 0 ? (L > R ? L - R : 0) : L;
   bool const skip_split_row = policy == SplitPolicy::round_robin && D <= 64;
   for (int l = 0; l < l0; ++l) {
     // Round robin needs no per-node dimensions while building (and the tree
@@ -262,7 +266,7 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
     if (rr_dim < 0) compute_level_split_dims<Exec, T, D, Index>(exec, l, n, policy, bounds, pts, node_point, dims);
     std::int64_t const fixed = lb::full(l); // nodes of levels < l are final
     Kokkos::parallel_for("kdforge::build::partition::side", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         Sides<IV, Rows<PermV, D>, DimV, DimV>{tag, node_begin, node_point, rows, dims, side, n, fixed,
+                         Sides<IV, Rows<PermV, D>, DimV, DimV>{tag, node_begin, node_point, rows, dims, side, n, l,
                                                                rr_dim});
     if (l == L - 1) break; // every segment of the last level is a single node
 
@@ -284,14 +288,12 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
       if (D <= 64) rows.in_b ^= std::uint64_t(1) << e;
     }
     if (D > 64) rows.in_b ^= 1u;
-    Kokkos::parallel_for("kdforge::build::partition::tags", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         NextTags<IV>{tag, node_begin, n, fixed});
   }
-  if constexpr (finish_levels<D>() > 0) {
+  if constexpr (R > 0) {
     if (l0 < L) {
       DimV lid(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::local_id"), n);
       Kokkos::parallel_for("kdforge::build::partition::finish", Kokkos::RangePolicy<Exec>(exec, lb::full(l0), lb::min64(lb::full(l0 + 1), n)),
-                           FinishSubtrees<T, D, Index, Kokkos::View<Point<T, D>*, MS>, IV, Rows<PermV, D>, DimV, DimV>{
+                           FinishSubtrees<T, D, Index, R, Kokkos::View<Point<T, D>*, MS>, IV, Rows<PermV, D>, DimV, DimV>{
                                bounds, pts, node_begin, node_point, rows, dims, lid, n, l0,
                                policy == SplitPolicy::widest_dimension});
     }

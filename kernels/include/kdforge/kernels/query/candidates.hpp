@@ -13,6 +13,9 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
+#include <cstring>
+
 namespace kdforge::kernels {
 
 template <class Index>
@@ -20,22 +23,59 @@ KOKKOS_FORCEINLINE_FUNCTION constexpr Index empty_slot_index() {
   return Index(~(std::make_unsigned_t<Index>(1) << (sizeof(Index) * 8 - 1))); // max of Index
 }
 
+/// How a candidate list stores (squared distance, index) pairs. Generic: a
+/// Neighbor, compared field by field.
+template <class T, class Index>
+struct PairKeys {
+  using Key = Neighbor<T, Index>;
+  KOKKOS_FORCEINLINE_FUNCTION static Key make(T d2, Index i) { return {d2, i}; }
+  KOKKOS_FORCEINLINE_FUNCTION static Key lowest() { return {T(-1), Index(-1)}; }
+  KOKKOS_FORCEINLINE_FUNCTION static T dist(Key const& k) { return k.sq_dist; }
+  KOKKOS_FORCEINLINE_FUNCTION static Key const& neighbor(Key const& k) { return k; }
+};
+/// float distances with 32-bit indices: one 64-bit word, distance bits high
+/// and index low. Squared distances are >= +0, whose IEEE bits order like
+/// unsigned integers, and real indices are >= 0, so one unsigned compare
+/// orders (distance, index) as Neighbor does, in two instructions instead
+/// of three compares and their logic (the kNN kernels are issue-bound).
+template <>
+struct PairKeys<float, std::int32_t> {
+  using Key = std::uint64_t;
+  KOKKOS_FORCEINLINE_FUNCTION static Key make(float d2, std::int32_t i) {
+    std::uint32_t b;
+    std::memcpy(&b, &d2, sizeof b);
+    return (Key(b) << 32) | std::uint32_t(i);
+  }
+  // below every real pair; insertions compare strictly, so a real (+0, 0)
+  // still lands after these
+  KOKKOS_FORCEINLINE_FUNCTION static Key lowest() { return 0; }
+  KOKKOS_FORCEINLINE_FUNCTION static float dist(Key k) {
+    std::uint32_t const b = std::uint32_t(k >> 32);
+    float d;
+    std::memcpy(&d, &b, sizeof d);
+    return d;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static Neighbor<float, std::int32_t> neighbor(Key k) {
+    return {dist(k), std::int32_t(std::uint32_t(k))};
+  }
+};
+
 template <class Tree, int CAP>
 struct SortedCandidates {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
-  using N = Neighbor<T, Index>;
-  N c[CAP];
+  using Keys = PairKeys<T, Index>;
+  using Key = typename Keys::Key;
+  Key c[CAP];
 
   KOKKOS_FUNCTION SortedCandidates(Tree const&, int k, T sq_cutoff) {
 #pragma unroll
-    for (int i = 0; i < CAP; ++i) c[i] = i < CAP - k ? N{T(-1), Index(-1)} : N{sq_cutoff, empty_slot_index<Index>()};
+    for (int i = 0; i < CAP; ++i) c[i] = i < CAP - k ? Keys::lowest() : Keys::make(sq_cutoff, empty_slot_index<Index>());
   }
-  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return c[CAP - 1].sq_dist; }
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return Keys::dist(c[CAP - 1]); }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
   KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
-    if (d2 > c[CAP - 1].sq_dist) return;
-    N const x{d2, index};
+    Key const x = Keys::make(d2, index);
     if (!(x < c[CAP - 1])) return;
     bool placed = false;
 #pragma unroll
@@ -57,7 +97,7 @@ struct SortedCandidates {
   KOKKOS_FORCEINLINE_FUNCTION void for_each_result(int k, F const& f) const {
 #pragma unroll
     for (int i = 0; i < CAP; ++i)
-      if (i >= CAP - k) f(i - (CAP - k), c[i]);
+      if (i >= CAP - k) f(i - (CAP - k), Keys::neighbor(c[i]));
   }
 };
 
