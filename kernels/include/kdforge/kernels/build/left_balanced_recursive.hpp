@@ -56,6 +56,20 @@ int widest_dim(Box<T, D> const& box) { // ties to the lower dimension, as widest
   return d;
 }
 
+/// Split dimension of node s with domain box `box`.
+template <class T, int D>
+int node_dim(bool widest, std::int64_t s, Box<T, D> const& box) {
+  return widest ? widest_dim(box) : lb::level(s) % D;
+}
+/// The children's domain boxes: `box` clipped at v in dimension d (exactly
+/// the clipping widest_split_dim does walking up).
+template <class T, int D>
+void split_box(Box<T, D> const& box, int d, T v, Box<T, D>& left, Box<T, D>& right) {
+  left = right = box;
+  left.hi[d] = v < left.hi[d] ? v : left.hi[d];
+  right.lo[d] = v > right.lo[d] ? v : right.lo[d];
+}
+
 // Three-way split of work[b, e) by two pivots: class 0 (< lo), 1, 2 (> hi);
 // chunk c counts into counts(c, cls), then scatters into tmp.
 template <class N>
@@ -148,16 +162,14 @@ struct Recurse {
   void operator()(std::int64_t s, std::int64_t begin, Box<T, D> box) const {
     std::int64_t const m = lb::subtree_size(s, n);
     if (m == 0) return;
-    int const d = widest ? widest_dim(box) : lb::level(s) % D;
+    int const d = node_dim(widest, s, box);
     std::int64_t const k = begin + lb::subtree_size(lb::left_child(s), n);
     if (m > 1) std::nth_element(work + begin, work + k, work + begin + m, KeyLess<N>{d});
     node_point(s) = work[k].index;
     dims(s) = std::uint8_t(d);
     if (m == 1) return;
-    T const v = work[k].c[d];
-    Box<T, D> left = box, right = box;
-    left.hi[d] = v < left.hi[d] ? v : left.hi[d];
-    right.lo[d] = v > right.lo[d] ? v : right.lo[d];
+    Box<T, D> left, right;
+    split_box(box, d, work[k].c[d], left, right);
     auto const go_left = [&] { (*this)(lb::left_child(s), begin, left); };
     auto const go_right = [&] { (*this)(lb::right_child(s), k + 1, right); };
     if (m > task_grain) backend::fork_join(exec, go_left, go_right);
@@ -205,15 +217,13 @@ build_left_balanced_recursive(Exec const& exec, Kokkos::View<Point<T, D>*, typen
       std::vector<Pending> next;
       for (auto const& p : level) {
         std::int64_t const m = lb::subtree_size(p.s, n);
-        int const d = widest ? recursive_detail::widest_dim(p.box) : lb::level(p.s) % D;
+        int const d = recursive_detail::node_dim(widest, p.s, p.box);
         std::int64_t const k = p.begin + lb::subtree_size(lb::left_child(p.s), n);
         recursive_detail::parallel_select(exec, work.data(), tmp.data(), p.begin, p.begin + m, k, d);
         node_point(p.s) = work(k).index;
         dims(p.s) = std::uint8_t(d);
-        T const v = work(k).c[d];
-        Box<T, D> left = p.box, right = p.box;
-        left.hi[d] = v < left.hi[d] ? v : left.hi[d];
-        right.lo[d] = v > right.lo[d] ? v : right.lo[d];
+        Box<T, D> left, right;
+        recursive_detail::split_box(p.box, d, work(k).c[d], left, right);
         if (lb::left_child(p.s) < n) next.push_back({lb::left_child(p.s), p.begin, left});
         if (lb::right_child(p.s) < n) next.push_back({lb::right_child(p.s), k + 1, right});
       }
