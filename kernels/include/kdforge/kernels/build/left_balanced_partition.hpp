@@ -15,9 +15,9 @@
 // tag builder (checked by a test).
 //
 // Cost per level: one pass that moves every position to its new sub-tree
-// (the previous level's tag update) and marks each point's side, then per
-// dimension e that is not being split one flag pass (left/pivot counts
-// packed in one 32-bit word), one scan and one scatter.
+// (the previous level's tag update) and marks each point's side, then for
+// every two dimensions that are not being split one flag pass (both left
+// counts in one 64-bit word), one scan and one scatter.
 // The order being split is already partitioned (left | pivot | right is its
 // sorted order), so under round robin its pass is skipped altogether; the two
 // order buffers are therefore swapped per dimension, not as a whole.
@@ -45,15 +45,6 @@ struct Rows {
     return row_in_b(e) ? b(e, j) : a(e, j);
   }
 };
-
-/// Scan word: left count in the low bits, pivot count from bit `shift` up.
-/// Within a segment fewer than 2^31 points go left (32-bit indices hold at
-/// most 2^31 - 2 points), and unsigned wrap-around keeps the difference of
-/// two prefix sums exact, so 32 bits suffice for 32-bit indices.
-template <class Index>
-using ScanWord = std::conditional_t<sizeof(Index) == 4, std::uint32_t, std::uint64_t>;
-template <class Index>
-KOKKOS_INLINE_FUNCTION constexpr int pivot_shift() { return sizeof(Index) == 4 ? 31 : 32; }
 
 /// Split dimension of active node s: `rr_dim` (>= 0) for the whole level
 /// under round robin, else the stored per-node one.
@@ -94,56 +85,83 @@ struct Sides {
     if (j == pivot) node_point(s) = p;
   }
 };
-template <class Index, class IV, class PermV, class Dims, class Side>
-struct LeftPivotWord { // scan input of position j in order e
-  using W = ScanWord<Index>;
-  IV tag;
-  PermV src;
+/// Flag pass for up to two orders e1, e2 (e2 < 0: only e1): the left count
+/// of each in its own 32-bit half of one 64-bit scan word (a whole array
+/// has fewer than 2^32 points, so the low half never carries into the high
+/// one); the pivot's position in each order is recorded per node instead of
+/// counted. Moving two orders per pass halves the launches and the reads of
+/// tag, node_begin and the scan.
+template <class IV, class PermV, class Dims, class Side, class Scan>
+struct PairFlags {
+  IV tag, pivot_pos1, pivot_pos2;
+  PermV src1, src2;
   Dims dims;
   Side side;
+  Scan scan;
   std::int64_t fixed;
-  int e, rr_dim;
-  KOKKOS_FUNCTION W operator()(std::int64_t j) const {
+  int e1, e2, rr_dim;
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    using Index = typename IV::value_type;
     std::int64_t const s = tag(j);
-    if (s < fixed || split_dim_of(dims, rr_dim, s) == e) return W(0);
-    std::uint8_t const sd = side(src(e, j));
-    return sd == 0 ? W(1) : (sd == 1 ? W(W(1) << pivot_shift<Index>()) : W(0));
+    std::uint64_t w = 0;
+    if (s >= fixed) {
+      int const ds = split_dim_of(dims, rr_dim, s);
+      if (ds != e1) {
+        std::uint8_t const sd = side(src1(e1, j));
+        if (sd == 0) w = 1;
+        else if (sd == 1) pivot_pos1(s) = Index(j);
+      }
+      if (e2 >= 0 && ds != e2) {
+        std::uint8_t const sd = side(src2(e2, j));
+        if (sd == 0) w |= std::uint64_t(1) << 32;
+        else if (sd == 1) pivot_pos2(s) = Index(j);
+      }
+    }
+    scan(j) = w;
   }
 };
-template <class Word, class Scan>
-struct WriteWords {
-  Word word;
-  Scan scan;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const { scan(j) = word(j); }
-};
-template <class Index, class IV, class PermV, class Dims, class Side, class Scan>
-struct Scatter { // stable three-way partition (left | pivot | right) per segment
-  using W = ScanWord<Index>;
-  IV tag, node_begin;
-  PermV src, dst;
+/// Stable three-way partition (left | pivot | right) of every active
+/// segment, in orders e1 and e2 (e2 < 0: only e1).
+template <class IV, class PermV, class Dims, class Side, class Scan>
+struct PairScatter {
+  IV tag, node_begin, pivot_pos1, pivot_pos2;
+  PermV src1, dst1, src2, dst2;
   Dims dims;
   Side side;
   Scan scan;
   std::int64_t n, fixed;
-  int e, rr_dim;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
-    std::int64_t const s = tag(j);
+  int e1, e2, rr_dim;
+  struct Segment {
+    bool active;
+    int ds;
+    std::int64_t s, begin, pivot;
+  };
+  KOKKOS_FORCEINLINE_FUNCTION void move(PermV const& src, PermV const& dst, IV const& pivot_pos, int e, std::int64_t j,
+                                        Segment const& g, std::int64_t left_before) const {
     auto const p = src(e, j);
-    if (s < fixed || split_dim_of(dims, rr_dim, s) == e) {
+    if (!g.active || g.ds == e) {
       dst(e, j) = p;
       return;
     }
-    std::int64_t const begin = node_begin(s);
-    std::int64_t const pivot = begin + lb::subtree_size(lb::left_child(s), n);
-    W const before = W(scan(j) - scan(begin));
-    std::int64_t const left_before = std::int64_t(before & W((W(1) << pivot_shift<Index>()) - 1));
-    std::int64_t const pivot_before = std::int64_t(before >> pivot_shift<Index>());
     std::uint8_t const sd = side(p);
     std::int64_t dest;
-    if (sd == 0) dest = begin + left_before;
-    else if (sd == 1) dest = pivot;
-    else dest = pivot + 1 + (j - begin - left_before - pivot_before);
+    if (sd == 0) dest = g.begin + left_before;
+    else if (sd == 1) dest = g.pivot;
+    else dest = g.pivot + 1 + (j - g.begin - left_before - (std::int64_t(pivot_pos(g.s)) < j ? 1 : 0));
     dst(e, dest) = p;
+  }
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    Segment g{false, -1, tag(j), 0, 0};
+    std::uint64_t before = 0;
+    if (g.s >= fixed) {
+      g.active = true;
+      g.ds = split_dim_of(dims, rr_dim, g.s);
+      g.begin = node_begin(g.s);
+      g.pivot = g.begin + lb::subtree_size(lb::left_child(g.s), n);
+      before = scan(j) - scan(g.begin);
+    }
+    move(src1, dst1, pivot_pos1, e1, j, g, std::int64_t(before & 0xffffffffu));
+    if (e2 >= 0) move(src2, dst2, pivot_pos2, e2, j, g, std::int64_t(before >> 32));
   }
 };
 /// Levels finished per thread at the bottom: sub-trees of at most
@@ -236,8 +254,7 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
   using IV = Kokkos::View<Index*, MS>;
   using PermV = Kokkos::View<Index**, Kokkos::LayoutRight, MS>;
   using DimV = Kokkos::View<std::uint8_t*, MS>;
-  using W = ScanWord<Index>;
-  using ScanV = Kokkos::View<W*, MS>;
+  using ScanV = Kokkos::View<std::uint64_t*, MS>;
   std::int64_t const n = std::int64_t(pts.extent(0));
   IV node_point(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
   if (n == 0) return node_point;
@@ -251,6 +268,8 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
   Kokkos::deep_copy(exec, node_begin, Index(0));
   DimV side(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::side"), n);
   ScanV scan(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::scan"), n);
+  IV pivot_pos1(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::pivot_pos1"), n); // per node
+  IV pivot_pos2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::pivot_pos2"), n);
   // Vendor scan scratch allocated once: a fresh temporary per scan cost
   // ~50 us each on the H100.
   Kokkos::View<char*, MS> scan_workspace;
@@ -270,22 +289,33 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
                                                                rr_dim});
     if (l == L - 1) break; // every segment of the last level is a single node
 
-    for (int e = 0; e < D; ++e) {
-      if (skip_split_row && e == l % D) continue; // already left | pivot | right
-      PermV const& src = rows.row_in_b(e) ? rows.b : rows.a;
-      PermV const& dst = rows.row_in_b(e) ? rows.a : rows.b;
+    // The orders to move this level, two per flag/scan/scatter round.
+    int moving[D];
+    int count = 0;
+    for (int e = 0; e < D; ++e)
+      if (!(skip_split_row && e == l % D)) moving[count++] = e; // the split order is already left | pivot | right
+    for (int i = 0; i < count; i += 2) {
+      int const e1 = moving[i], e2 = i + 1 < count ? moving[i + 1] : -1;
+      PermV const& src1 = rows.row_in_b(e1) ? rows.b : rows.a;
+      PermV const& dst1 = rows.row_in_b(e1) ? rows.a : rows.b;
+      PermV const& src2 = e2 >= 0 && rows.row_in_b(e2) ? rows.b : (e2 >= 0 ? rows.a : src1);
+      PermV const& dst2 = e2 >= 0 && rows.row_in_b(e2) ? rows.a : (e2 >= 0 ? rows.b : dst1);
       // Flags, then a plain scan: fusing the flags into the scan's input
-      // (a transform iterator) made each scan 34 us instead of 14 + 5 at 1M
+      // (a transform iterator) made each scan 34 us instead of 14 + 12 at 1M
       // on the H100: the gathers of side() then sit inside the scan's
       // serialised look-back.
       Kokkos::parallel_for("kdforge::build::partition::flags", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                           WriteWords<LeftPivotWord<Index, IV, PermV, DimV, DimV>, ScanV>{
-                               {tag, src, dims, side, fixed, e, rr_dim}, scan});
+                           PairFlags<IV, PermV, DimV, DimV, ScanV>{tag, pivot_pos1, pivot_pos2, src1, src2, dims, side,
+                                                                   scan, fixed, e1, e2, rr_dim});
       backend::exclusive_scan_async(exec, scan, scan, scan_workspace);
       Kokkos::parallel_for("kdforge::build::partition::scatter", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                           Scatter<Index, IV, PermV, DimV, DimV, ScanV>{tag, node_begin, src, dst, dims, side, scan, n,
-                                                                        fixed, e, rr_dim});
-      if (D <= 64) rows.in_b ^= std::uint64_t(1) << e;
+                           PairScatter<IV, PermV, DimV, DimV, ScanV>{tag, node_begin, pivot_pos1, pivot_pos2, src1,
+                                                                     dst1, src2, dst2, dims, side, scan, n, fixed, e1,
+                                                                     e2, rr_dim});
+      if (D <= 64) {
+        rows.in_b ^= std::uint64_t(1) << e1;
+        if (e2 >= 0) rows.in_b ^= std::uint64_t(1) << e2;
+      }
     }
     if (D > 64) rows.in_b ^= 1u;
   }
