@@ -119,6 +119,34 @@ TEST_CASE_TEMPLATE("the paper's 10-point walkthrough (Wald 2022, section 5)", Ex
   }
 }
 
+namespace {
+// Partition (on Exec and on the host), tags and recursive_select (host) must
+// give the identical tree: indices and, under widest, split dimensions.
+template <class Exec, int D>
+void check_builders_agree(std::size_t n, Distribution dist, SplitPolicy split, std::uint64_t seed) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  auto pts = test::make_points<float, D>(n, dist, seed);
+  BuildOptions a, b, r;
+  a.builder = Builder::presorted_partition;
+  b.builder = Builder::wald_tags;
+  r.builder = Builder::recursive_select; // CPUs only: built by the host space
+  a.split = b.split = r.split = split;
+  auto ta = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), a);
+  auto tb = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), b);
+  auto ts = build_left_balanced(Host{}, to_device<Host>(pts, "pts"), a);
+  auto tr = build_left_balanced(Host{}, to_device<Host>(pts, "pts"), r);
+  auto ia = to_host(ta.original_indices());
+  CHECK(ia == to_host(tb.original_indices()));
+  CHECK(ia == to_host(ts.original_indices()));
+  CHECK(ia == to_host(tr.original_indices()));
+  if (split == SplitPolicy::widest_dimension) {
+    CHECK(to_host(ta.split_dims()) == to_host(tb.split_dims()));
+    CHECK(to_host(ta.split_dims()) == to_host(tr.split_dims()));
+  }
+  check_tree(ta, pts);
+}
+} // namespace
+
 TEST_CASE_TEMPLATE("all builders give the identical tree, on every backend", Exec, KDFORGE_TEST_SPACES) {
   for (auto dist : {Distribution::uniform, Distribution::clustered, Distribution::duplicates, Distribution::line,
                     Distribution::plane}) {
@@ -128,56 +156,12 @@ TEST_CASE_TEMPLATE("all builders give the identical tree, on every backend", Exe
         CAPTURE(n);
         CAPTURE(int(dist));
         CAPTURE(int(split));
-        auto pts = test::make_points<float, 3>(n, dist, 1234 + n);
-        BuildOptions a, b;
-        a.builder = Builder::presorted_partition;
-        b.builder = Builder::wald_tags;
-        a.split = b.split = split;
-        auto ta = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), a);
-        auto tb = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), b);
-        auto ts = build_left_balanced(Kokkos::DefaultHostExecutionSpace{},
-                                      to_device<Kokkos::DefaultHostExecutionSpace>(pts, "pts"), a);
-        BuildOptions r = a;
-        r.builder = Builder::recursive_select; // CPUs only: built by the host space
-        auto tr = build_left_balanced(Kokkos::DefaultHostExecutionSpace{},
-                                      to_device<Kokkos::DefaultHostExecutionSpace>(pts, "pts"), r);
-        auto ia = to_host(ta.original_indices());
-        CHECK(ia == to_host(tb.original_indices()));
-        CHECK(ia == to_host(ts.original_indices()));
-        CHECK(ia == to_host(tr.original_indices()));
-        if (split == SplitPolicy::widest_dimension) {
-          CHECK(to_host(ta.split_dims()) == to_host(tb.split_dims()));
-          CHECK(to_host(ta.split_dims()) == to_host(tr.split_dims()));
-        }
-        check_tree(ta, pts);
+        check_builders_agree<Exec, 3>(n, dist, split, 1234 + n);
       }
     }
   }
 }
 
-namespace {
-template <class Exec, int D>
-void check_builders_agree(std::size_t n, Distribution dist, SplitPolicy split) {
-  using Host = Kokkos::DefaultHostExecutionSpace;
-  auto pts = test::make_points<float, D>(n, dist, 4321 + n);
-  BuildOptions a, b, r;
-  a.builder = Builder::presorted_partition;
-  b.builder = Builder::wald_tags;
-  r.builder = Builder::recursive_select;
-  a.split = b.split = r.split = split;
-  auto ta = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), a);
-  auto tb = build_left_balanced(Exec{}, to_device<Exec>(pts, "pts"), b);
-  auto tr = build_left_balanced(Host{}, to_device<Host>(pts, "pts"), r);
-  auto ia = to_host(ta.original_indices());
-  CHECK(ia == to_host(tb.original_indices()));
-  CHECK(ia == to_host(tr.original_indices()));
-  if (split == SplitPolicy::widest_dimension) {
-    CHECK(to_host(ta.split_dims()) == to_host(tb.split_dims()));
-    CHECK(to_host(ta.split_dims()) == to_host(tr.split_dims()));
-  }
-  check_tree(ta, pts);
-}
-} // namespace
 
 // D decides how many bottom levels the partition builder finishes per thread
 // (8 up to D = 4 on CPUs, 6 on GPUs; 6 up to 8, 5 up to 16, 4 up to 32, none
@@ -188,11 +172,11 @@ TEST_CASE_TEMPLATE("all builders agree in other dimensions", Exec, KDFORGE_TEST_
                           std::size_t(3001)}) {
       CAPTURE(n);
       CAPTURE(int(split));
-      check_builders_agree<Exec, 2>(n, Distribution::clustered, split);
-      check_builders_agree<Exec, 5>(n, Distribution::line, split);
-      check_builders_agree<Exec, 9>(n, Distribution::uniform, split);
-      check_builders_agree<Exec, 20>(n, Distribution::duplicates, split);
-      check_builders_agree<Exec, 40>(n, Distribution::clustered, split);
+      check_builders_agree<Exec, 2>(n, Distribution::clustered, split, 4321 + n);
+      check_builders_agree<Exec, 5>(n, Distribution::line, split, 4321 + n);
+      check_builders_agree<Exec, 9>(n, Distribution::uniform, split, 4321 + n);
+      check_builders_agree<Exec, 20>(n, Distribution::duplicates, split, 4321 + n);
+      check_builders_agree<Exec, 40>(n, Distribution::clustered, split, 4321 + n);
     }
   }
 }
@@ -367,6 +351,6 @@ TEST_CASE("parallel selection of the recursive builder puts the exact rank in pl
 TEST_CASE_TEMPLATE("the recursive builder's machine-wide top levels give the same tree", Exec, KDFORGE_TEST_SPACES) {
   for (auto split : {SplitPolicy::round_robin, SplitPolicy::widest_dimension}) {
     CAPTURE(int(split));
-    check_builders_agree<Exec, 3>(400000, Distribution::clustered, split);
+    check_builders_agree<Exec, 3>(400000, Distribution::clustered, split, 4321 + 400000);
   }
 }

@@ -122,6 +122,18 @@ KOKKOS_FORCEINLINE_FUNCTION void write_sorted_row(Result const& res, std::int64_
   cand.for_each_result(k, WriteRow<Result>{res, qi});
 }
 
+/// Sorts CSR row [b, b + len) by (squared distance, index).
+template <class Result>
+KOKKOS_FORCEINLINE_FUNCTION void sort_csr_row(Result const& res, std::int64_t b, int len) {
+  using T = typename decltype(res.sq_distances)::non_const_value_type;
+  using Index = typename decltype(res.indices)::non_const_value_type;
+  using IS = Segment<decltype(res.indices)>;
+  using DS = Segment<decltype(res.sq_distances)>;
+  kernels::RowHeapOps<T, Index, IS, DS> heap{IS{res.indices, b}, DS{res.sq_distances, b}, len};
+  heap.make_heap();
+  heap.sort_heap();
+}
+
 /// Sorts the heap kept in row qi and marks its empty slots (-1, +inf).
 template <class Result, class Cand>
 KOKKOS_FORCEINLINE_FUNCTION void finish_heap_row(Result const& res, std::int64_t qi, Cand& cand, int k) {
@@ -251,11 +263,7 @@ struct RadiusFillFunctor {
     } else {
       FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
       traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
-      if (sort) {
-        kernels::RowHeapOps<T, Index, IS, DS> heap{IS{res.indices, b}, DS{res.sq_distances, b}, len};
-        heap.make_heap();
-        heap.sort_heap();
-      }
+      if (sort) sort_csr_row(res, b, len);
     }
   }
 };
@@ -330,13 +338,7 @@ struct RadiusCopyFunctor {
       FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
       traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
     }
-    if (sort) {
-      using IS = Segment<decltype(res.indices)>;
-      using DS = Segment<decltype(res.sq_distances)>;
-      kernels::RowHeapOps<T, Index, IS, DS> heap{IS{res.indices, b}, DS{res.sq_distances, b}, len};
-      heap.make_heap();
-      heap.sort_heap();
-    }
+    if (sort) sort_csr_row(res, b, len);
   }
 };
 
@@ -422,8 +424,6 @@ auto radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
                   "RadiusOptions::buffer_size must be in [0, 2^20] (got ", options.buffer_size, ")");
   auto q = detail::query_points<Exec, Tree>(exec, queries);
   std::int64_t const m = std::int64_t(q.extent(0));
-  RadiusOptions count_options = options;
-  count_options.order = QueryOrder::as_given;
   auto order = detail::processing_order(exec, tree, q, options.order);
   bool const sf = detail::use_stack_free<Exec>(options.traversal);
 

@@ -34,7 +34,7 @@ public:
   LeftBalancedTree(Kokkos::View<point_type*, MemorySpace> points, Kokkos::View<Index*, MemorySpace> indices,
                    Kokkos::View<node_type*, MemorySpace> nodes, Kokkos::View<std::uint8_t*, MemorySpace> split_dims,
                    Box<T, D> bounds, SplitPolicy split, std::int64_t dropped)
-      : m_points(points), m_indices(indices), m_nodes(nodes), m_nodes_ro(nodes), m_split_dims(split_dims),
+      : m_points(points), m_indices(indices), m_nodes(nodes), m_split_dims(split_dims),
         m_bounds(bounds), m_split(split), m_size(Index(points.extent(0))), m_dropped(dropped) {}
 
   /// Number of points in the tree.
@@ -47,7 +47,7 @@ public:
   /// Point of node s (tree order).
   KOKKOS_FORCEINLINE_FUNCTION point_type const& point(Index s) const { return m_points(s); }
   /// Point and caller's index of node s in one aligned load (what queries read).
-  KOKKOS_FORCEINLINE_FUNCTION node_type load(Index s) const { return m_nodes_ro(s); }
+  KOKKOS_FORCEINLINE_FUNCTION node_type load(Index s) const { return m_nodes(s); }
   /// Index of node s's point in the caller's input.
   KOKKOS_FORCEINLINE_FUNCTION Index original_index(Index s) const { return m_indices(s); }
   /// Split dimension of node s on tree level `level` (level = floor(log2(s+1))).
@@ -70,9 +70,8 @@ public:
 private:
   Kokkos::View<point_type*, MemorySpace> m_points;
   Kokkos::View<Index*, MemorySpace> m_indices;
-  Kokkos::View<node_type*, MemorySpace> m_nodes;
   // Read-only path for the queries (on CUDA: ld.global.nc, one 16-byte load).
-  Kokkos::View<node_type const*, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> m_nodes_ro;
+  Kokkos::View<node_type const*, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> m_nodes;
   Kokkos::View<std::uint8_t*, MemorySpace> m_split_dims;
   Box<T, D> m_bounds = Box<T, D>::empty();
   SplitPolicy m_split = SplitPolicy::round_robin;

@@ -34,27 +34,6 @@ inline int cuda_num_items(std::size_t n) {
 }
 
 template <class K, class V>
-void sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n, int begin_bit, int end_bit) {
-  if (n < 2 || begin_bit >= end_bit) return;
-  int const num = cuda_num_items(n);
-  Kokkos::View<K*, Kokkos::CudaSpace> key_alt(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::sort::keys_alt"), n);
-  Kokkos::View<V*, Kokkos::CudaSpace> val_alt(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::sort::values_alt"), n);
-  cub::DoubleBuffer<K> kb(keys, key_alt.data());
-  cub::DoubleBuffer<V> vb(vals, val_alt.data());
-  std::size_t bytes = 0;
-  cuda_check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, kb, vb, num, begin_bit, end_bit, exec.cuda_stream()),
-             "cub::DeviceRadixSort::SortPairs (size query)");
-  auto temp = cuda_temp_storage(bytes);
-  cuda_check(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, kb, vb, num, begin_bit, end_bit, exec.cuda_stream()),
-             "cub::DeviceRadixSort::SortPairs");
-  if (kb.Current() != keys) {
-    cuda_check(cudaMemcpyAsync(keys, kb.Current(), n * sizeof(K), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
-    cuda_check(cudaMemcpyAsync(vals, vb.Current(), n * sizeof(V), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
-  }
-  exec.fence(); // the temporaries die with this scope
-}
-
-template <class K, class V>
 void sort_by_key_async_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n, int begin_bit, int end_bit,
                             Kokkos::View<char*, Kokkos::CudaSpace>& workspace) {
   if (n < 2 || begin_bit >= end_bit) return;
@@ -77,6 +56,13 @@ void sort_by_key_async_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::siz
     cuda_check(cudaMemcpyAsync(keys, kb.Current(), n * sizeof(K), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
     cuda_check(cudaMemcpyAsync(vals, vb.Current(), n * sizeof(V), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
   }
+}
+
+template <class K, class V>
+void sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n, int begin_bit, int end_bit) {
+  Kokkos::View<char*, Kokkos::CudaSpace> workspace;
+  sort_by_key_async_impl(exec, keys, vals, n, begin_bit, end_bit, workspace);
+  exec.fence(); // the workspace dies with this scope
 }
 
 template <class K, class V, class O>

@@ -67,6 +67,21 @@ presort_dimensions(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::m
   return perm;
 }
 
+/// Widest side of a domain box; ties keep the lower dimension (section 6).
+template <class T, int D>
+KOKKOS_FUNCTION int widest_box_dim(Box<T, D> const& box) {
+  int best = 0;
+  T best_extent = box.hi[0] - box.lo[0];
+  for (int d = 1; d < D; ++d) {
+    T const e = box.hi[d] - box.lo[d];
+    if (e > best_extent) {
+      best = d;
+      best_extent = e;
+    }
+  }
+  return best;
+}
+
 /// Split dimension of node s, given its ancestors' points and dimensions.
 template <class T, int D, class Index, class PointsView, class NodePointView, class DimView>
 KOKKOS_FUNCTION int widest_split_dim(std::int64_t s, Box<T, D> box, PointsView const& pts, NodePointView const& node_point,
@@ -79,16 +94,7 @@ KOKKOS_FUNCTION int widest_split_dim(std::int64_t s, Box<T, D> box, PointsView c
     else box.lo[da] = v > box.lo[da] ? v : box.lo[da];
     c = a;
   }
-  int best = 0;
-  T best_extent = box.hi[0] - box.lo[0];
-  for (int d = 1; d < D; ++d) {
-    T const e = box.hi[d] - box.lo[d];
-    if (e > best_extent) { // ties keep the lower dimension
-      best = d;
-      best_extent = e;
-    }
-  }
-  return best;
+  return widest_box_dim(box);
 }
 
 template <class Dims>

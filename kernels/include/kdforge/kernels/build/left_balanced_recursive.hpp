@@ -42,24 +42,10 @@ struct KeyLess { // the builders' order: coordinate in dimension d, then input i
   bool operator()(N const& a, N const& b) const { return a.c[d] < b.c[d] || (a.c[d] == b.c[d] && a.index < b.index); }
 };
 
-template <class T, int D>
-int widest_dim(Box<T, D> const& box) { // ties to the lower dimension, as widest_split_dim
-  int d = 0;
-  T best = box.hi[0] - box.lo[0];
-  for (int e = 1; e < D; ++e) {
-    T const x = box.hi[e] - box.lo[e];
-    if (x > best) {
-      d = e;
-      best = x;
-    }
-  }
-  return d;
-}
-
 /// Split dimension of node s with domain box `box`.
 template <class T, int D>
 int node_dim(bool widest, std::int64_t s, Box<T, D> const& box) {
-  return widest ? widest_dim(box) : lb::level(s) % D;
+  return widest ? widest_box_dim(box) : lb::level(s) % D;
 }
 /// The children's domain boxes: `box` clipped at v in dimension d (exactly
 /// the clipping widest_split_dim does walking up).
