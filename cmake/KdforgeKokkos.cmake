@@ -24,6 +24,7 @@ function(kdforge_kokkos_bootstrap)
   endif()
   string(REGEX REPLACE ".*\n" "" _prefix "${_out}")
   set(Kokkos_ROOT "${_prefix}" CACHE PATH "Kokkos install prefix (bootstrapped by kdforge)" FORCE)
+  set(KDFORGE_BOOTSTRAPPED_KOKKOS_ROOT "${_prefix}" CACHE INTERNAL "the Kokkos kdforge bootstrapped for this build")
 endfunction()
 
 macro(kdforge_kokkos_select_compiler)
@@ -42,6 +43,18 @@ macro(kdforge_kokkos_select_compiler)
 endmacro()
 
 macro(kdforge_kokkos_find)
+  # A bootstrapped Kokkos is keyed by its patch set: when cmake/patches
+  # changed since this build tree was configured, bootstrap (or reuse) the
+  # matching one instead of keeping the old one the cache points at.
+  if(KDFORGE_BOOTSTRAP_KOKKOS AND KDFORGE_BOOTSTRAPPED_KOKKOS_ROOT AND
+     "${Kokkos_ROOT}" STREQUAL "${KDFORGE_BOOTSTRAPPED_KOKKOS_ROOT}")
+    set(_kdforge_old_root "${Kokkos_ROOT}")
+    kdforge_kokkos_bootstrap()
+    if(NOT "${Kokkos_ROOT}" STREQUAL "${_kdforge_old_root}")
+      message(STATUS "kdforge: the Kokkos patch set changed; now using ${Kokkos_ROOT}")
+      unset(Kokkos_DIR CACHE)
+    endif()
+  endif()
   find_package(Kokkos CONFIG QUIET)
   if(NOT Kokkos_FOUND)
     if(NOT KDFORGE_BOOTSTRAP_KOKKOS)
