@@ -14,16 +14,18 @@
 // the right child's right after the pivot. Produces exactly the tree of the
 // tag builder (checked by a test).
 //
-// Cost per level: one pass that moves every position to its new sub-tree
-// (the previous level's tag update) and marks each point's side, then for
-// every two dimensions that are not being split one flag pass (both left
-// counts in one 64-bit word), one scan and one scatter.
+// Cost per level: for every two dimensions that are not being split one
+// flag pass (both left counts in one 64-bit word), one scan and one scatter;
+// the scatters also move every position to its new sub-tree (the tag
+// update) and mark each point's side for the next level, which level 0 does
+// in a pass of its own.
 // The order being split is already partitioned (left | pivot | right is its
 // sorted order), so under round robin its pass is skipped altogether; the two
 // order buffers are therefore swapped per dimension, not as a whole.
-// The last R levels (sub-trees of at most 2^R - 1 points) are finished by one
-// thread per sub-tree in local memory: those levels would otherwise cost a
-// full pass over all N each while moving only tiny segments.
+// The last R levels (sub-trees of at most 2^R - 1 points, R = 11 for D <= 3)
+// are finished by one team per sub-tree in team scratch (a GPU block in
+// shared memory): those levels would otherwise cost a few launches over all
+// N each while moving only small segments.
 #include <kdforge/kernels/build/left_balanced_common.hpp>
 
 #include <type_traits>
@@ -122,6 +124,16 @@ struct PairFlags {
 };
 /// Stable three-way partition (left | pivot | right) of every active
 /// segment, in orders e1 and e2 (e2 < 0: only e1).
+///
+/// With `next.on`, the pass also does level l+1's first pass (Sides) for the
+/// positions it writes, saving that pass and its launch per level: where a
+/// point lands is its position at level l+1, so the child it belongs to, the
+/// child's pivot and the point's side follow right here. The level's first
+/// pass (`next.first`) writes the next tags and the children's segment
+/// begins; every pass writes the sides and pivots of the children whose
+/// split order it moves (or copies). Every order a child can split is in one
+/// of the level's passes: under round robin the child's dimension is not the
+/// parent's (D >= 2), under widest every order is passed through.
 template <class IV, class PermV, class Dims, class Side, class Scan>
 struct PairScatter {
   IV tag, node_begin, pivot_pos1, pivot_pos2;
@@ -131,24 +143,53 @@ struct PairScatter {
   Scan scan;
   std::int64_t n, fixed;
   int e1, e2, rr_dim;
+  struct Next {
+    bool on = false, first = false;
+    int rr_dim = -1;   // the children's split dimension under round robin, else -1
+    IV tag, node_point; // tags of level l+1 (written), pivots of level l+1 nodes (written)
+    Side side;          // sides of level l+1 (written)
+  } next;
   struct Segment {
     bool active;
     int ds;
     std::int64_t s, begin, pivot;
   };
-  KOKKOS_FORCEINLINE_FUNCTION void move(PermV const& src, PermV const& dst, IV const& pivot_pos, int e, std::int64_t j,
-                                        Segment const& g, std::int64_t left_before) const {
-    auto const p = src(e, j);
-    if (!g.active || g.ds == e) {
-      dst(e, j) = p;
+  /// Level l+1's Sides for point p, landed at `dest` in order e.
+  KOKKOS_FORCEINLINE_FUNCTION void fuse(int e, typename IV::value_type p, std::int64_t j, std::int64_t dest,
+                                        Segment const& g, bool write_tags) const {
+    using Index = typename IV::value_type;
+    if (!g.active) { // settled earlier: stays
+      if (write_tags) next.tag(j) = tag(j);
       return;
     }
-    std::uint8_t const sd = side(p);
-    std::int64_t dest;
-    if (sd == 0) dest = g.begin + left_before;
-    else if (sd == 1) dest = g.pivot;
-    else dest = g.pivot + 1 + (j - g.begin - left_before - (std::int64_t(pivot_pos(g.s)) < j ? 1 : 0));
+    if (dest == g.pivot) { // node s's own point: settled now
+      if (write_tags) next.tag(dest) = Index(g.s);
+      return;
+    }
+    bool const left = dest < g.pivot;
+    std::int64_t const c = left ? lb::left_child(g.s) : lb::right_child(g.s);
+    std::int64_t const cb = left ? g.begin : g.pivot + 1;
+    if (write_tags) {
+      next.tag(dest) = Index(c);
+      if (dest == cb) node_begin(c) = Index(cb);
+    }
+    if (split_dim_of(dims, next.rr_dim, c) != e) return;
+    std::int64_t const cp = cb + lb::subtree_size(lb::left_child(c), n);
+    next.side(p) = dest < cp ? 0 : (dest == cp ? 1 : 2);
+    if (dest == cp) next.node_point(c) = p;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void move(PermV const& src, PermV const& dst, IV const& pivot_pos, int e, std::int64_t j,
+                                        Segment const& g, std::int64_t left_before, bool write_tags) const {
+    auto const p = src(e, j);
+    std::int64_t dest = j;
+    if (g.active && g.ds != e) {
+      std::uint8_t const sd = side(p);
+      if (sd == 0) dest = g.begin + left_before;
+      else if (sd == 1) dest = g.pivot;
+      else dest = g.pivot + 1 + (j - g.begin - left_before - (std::int64_t(pivot_pos(g.s)) < j ? 1 : 0));
+    }
     dst(e, dest) = p;
+    if (next.on) fuse(e, p, j, dest, g, write_tags);
   }
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     Segment g{false, -1, tag(j), 0, 0};
@@ -160,83 +201,173 @@ struct PairScatter {
       g.pivot = g.begin + lb::subtree_size(lb::left_child(g.s), n);
       before = scan(j) - scan(g.begin);
     }
-    move(src1, dst1, pivot_pos1, e1, j, g, std::int64_t(before & 0xffffffffu));
-    if (e2 >= 0) move(src2, dst2, pivot_pos2, e2, j, g, std::int64_t(before >> 32));
+    move(src1, dst1, pivot_pos1, e1, j, g, std::int64_t(before & 0xffffffffu), next.first);
+    if (e2 >= 0) move(src2, dst2, pivot_pos2, e2, j, g, std::int64_t(before >> 32), false);
   }
 };
-/// Levels finished per thread at the bottom: sub-trees of at most
-/// 2^R - 1 points (local ids fit a byte), whose D orders stay in local
-/// memory (D x 255 bytes at most). Each level left to the passes costs a few
-/// launches over all N (~115 us at 1M points on the H100). CPUs finish 8
-/// levels for D <= 4; on GPUs 6: a thread doing 8 levels of 255 points runs
-/// ~1 ms latency-bound at 1M points (only 4k threads), 6 levels ~0.1 ms.
-template <int D, bool GPU>
-KOKKOS_INLINE_FUNCTION constexpr int finish_levels() {
-  return D <= 4 ? (GPU ? 6 : 8) : (D <= 8 ? 6 : (D <= 16 ? 5 : (D <= 32 ? 4 : 0)));
+/// Levels finished per team at the bottom: sub-trees of at most 2^R - 1
+/// points, whose D orders (16-bit local ids) and bookkeeping live in team
+/// scratch (shared memory on GPUs; Kokkos grants 40 KiB a team there).
+/// Bytes per slot: D orders + move buffer + scan + owner (2 each), side (1),
+/// per local node segment begin, pivot position and the pivot's place in the
+/// order being moved (2 each), plus the split dimension (1) under widest.
+template <int D, bool Widest>
+KOKKOS_INLINE_FUNCTION constexpr int team_finish_levels() {
+  int r = 11;
+  while (r > 1 && ((1 << r) - 1) * (2 * D + 13 + (Widest ? 1 : 0)) > 40 * 1024 - 512) --r;
+  return r;
 }
 
-/// One thread per sub-tree root s of level l0: the same pivot rule and the
-/// same stable partitions as the level passes, on the sub-tree's own copy of
-/// its D orders, with points renamed to local ids 0 .. ss(s)-1.
-template <class T, int D, class Index, int R, class PV, class IV, class Rws, class Dims, class Lid>
-struct FinishSubtrees {
+/// One team per sub-tree root s of level l0, all of the sub-tree's levels:
+/// the same pivot rule and the same stable three-way partitions as the
+/// level passes, on the team's own copy of the D orders, with points renamed
+/// to local ids 0 .. ss(s)-1 (their rank in dimension 0). A level is a
+/// handful of team-wide passes over the sub-tree's positions (split sides,
+/// then per moved order: flags + team scan, scatter, copy back), so a GPU
+/// block moves ~2k points per level in shared memory where the level passes
+/// would cost four launches over all N. Per-node values (segment begin,
+/// pivot position) are computed once per node: the 64-bit sub-tree size
+/// arithmetic per position and pass made the first version 3x slower.
+template <class Exec, class T, int D, class Index, int R, bool Widest, class PV, class IV, class Rws, class Dims, class Lid>
+struct FinishSubtreeTeams {
+  using member_type = typename Kokkos::TeamPolicy<Exec>::member_type;
+  template <class V>
+  using Scratch = Kokkos::View<V*, typename Exec::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   static constexpr int M = (1 << R) - 1;
+  static constexpr std::uint16_t settled = 0xffff;
   Box<T, D> bounds;
   PV pts;
   IV node_begin, node_point;
   Rws rows;
   Dims dims;
-  Lid lid; // global point id -> local id, scratch of n bytes
+  Lid lid; // global point id -> local id, scratch of n entries
   std::int64_t n;
   int l0;
-  bool widest;
-  KOKKOS_FUNCTION void operator()(std::int64_t s) const {
-    int const m = int(lb::subtree_size(s, n)); // <= M
+
+  /// What operator() takes from team scratch, view by view (each rounded up).
+  static std::size_t scratch_bytes() {
+    return Scratch<std::uint16_t>::shmem_size(std::size_t(D) * M) + 6 * Scratch<std::uint16_t>::shmem_size(M) +
+           Scratch<std::uint8_t>::shmem_size(M) + (Widest ? Scratch<std::uint8_t>::shmem_size(M) : 0);
+  }
+
+  /// Exclusive scan of v(k) over k < m in place, each thread a contiguous
+  /// run (one team-wide scan of the run sums, not one per chunk).
+  KOKKOS_FUNCTION static void team_exclusive_scan(member_type const& team, Scratch<std::uint16_t> const& v, int m) {
+    int const per = (m + team.team_size() - 1) / team.team_size();
+    int const lo = team.team_rank() * per < m ? team.team_rank() * per : m;
+    int const hi = lo + per < m ? lo + per : m;
+    int sum = 0;
+    for (int k = lo; k < hi; ++k) sum += v(k);
+    int run = team.team_scan(sum);
+    for (int k = lo; k < hi; ++k) {
+      int const f = v(k);
+      v(k) = std::uint16_t(run);
+      run += f;
+    }
+  }
+
+  KOKKOS_FUNCTION void operator()(member_type const& team) const {
+    std::int64_t const s = lb::full(l0) + team.league_rank();
+    int const m = int(lb::subtree_size(s, n)); // 1 .. M
     std::int64_t begin = 0; // from the parent's segment (no tag pass after the last level pass)
     if (s > 0) {
       std::int64_t const p = lb::parent(s);
       begin = node_begin(p) + (s == lb::left_child(p) ? 0 : lb::subtree_size(lb::left_child(p), n) + 1);
     }
-    Index gid[M];
-    std::uint8_t ord[D][M];
-    std::uint8_t side[M], tmp[M], nb[M];
-    for (int k = 0; k < m; ++k) {
-      gid[k] = rows.at(0, begin + k);
-      lid(gid[k]) = std::uint8_t(k);
-      ord[0][k] = std::uint8_t(k);
-    }
+    Scratch<std::uint16_t> ord(team.team_scratch(0), std::size_t(D) * M); // order e at ord(e * M + k)
+    Scratch<std::uint16_t> tmp(team.team_scratch(0), M), excl(team.team_scratch(0), M), owner(team.team_scratch(0), M);
+    Scratch<std::uint16_t> nb(team.team_scratch(0), M), pv(team.team_scratch(0), M), piv_e(team.team_scratch(0), M);
+    Scratch<std::uint8_t> side(team.team_scratch(0), M);
+    Scratch<std::uint8_t> nd;
+    if (Widest) nd = Scratch<std::uint8_t>(team.team_scratch(0), M);
+
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](int k) {
+      lid(rows.at(0, begin + k)) = std::uint16_t(k);
+      ord(k) = std::uint16_t(k);
+      owner(k) = 0;
+    });
+    team.team_barrier();
     for (int e = 1; e < D; ++e)
-      for (int k = 0; k < m; ++k) ord[e][k] = lid(rows.at(e, begin + k));
-    nb[0] = 0;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m),
+                           [&](int k) { ord(e * M + k) = lid(rows.at(e, begin + k)); });
+    Kokkos::single(Kokkos::PerTeam(team), [&] { nb(0) = 0; });
+    team.team_barrier();
+
+    // Local node x of depth t is global node first(t) + x - (2^t - 1).
     for (int t = 0;; ++t) {
       std::int64_t const first = ((s + 1) << t) - 1; // leftmost descendant on depth t
       if (first >= n) break;
-      for (int i = 0; i < (1 << t) && first + i < n; ++i) {
+      int const xfirst = (1 << t) - 1;
+      int const count = int(lb::min64(std::int64_t(1) << t, n - first));
+      int const rr = (l0 + t) % D; // the split dimension under round robin
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, count), [&](int i) {
         std::int64_t const u = first + i;
-        int const uloc = (1 << t) - 1 + i; // level order inside the sub-tree
-        int const d = widest ? widest_split_dim<T, D, Index>(u, bounds, pts, node_point, dims) : (l0 + t) % D;
+        int const d = Widest ? widest_split_dim<T, D, Index>(u, bounds, pts, node_point, dims) : rr;
         dims(u) = std::uint8_t(d);
-        int const b = nb[uloc];
-        int const mu = int(lb::subtree_size(u, n));
-        int const piv = b + int(lb::subtree_size(lb::left_child(u), n));
-        for (int k = b; k < b + mu; ++k) side[ord[d][k]] = k < piv ? 0 : (k == piv ? 1 : 2);
-        node_point(u) = gid[ord[d][piv]];
-        if (mu > 1) {
-          for (int e = 0; e < D; ++e) {
-            if (e == d) continue;
-            int left = b, right = piv + 1;
-            for (int k = b; k < b + mu; ++k) {
-              std::uint8_t const x = ord[e][k];
-              if (side[x] == 0) tmp[left++] = x;
-              else if (side[x] == 2) tmp[right++] = x;
-              else tmp[piv] = x;
-            }
-            for (int k = b; k < b + mu; ++k) ord[e][k] = tmp[k];
+        if (Widest) nd(xfirst + i) = std::uint8_t(d);
+        pv(xfirst + i) = std::uint16_t(nb(xfirst + i) + int(lb::subtree_size(lb::left_child(u), n)));
+      });
+      team.team_barrier();
+      // Sides: every position of a depth-t segment says where its point goes.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](int k) {
+        int const x = owner(k);
+        if (x == settled) return;
+        int const piv = pv(x);
+        std::uint16_t const p = ord((Widest ? int(nd(x)) : rr) * M + k);
+        side(p) = k < piv ? 0 : (k == piv ? 1 : 2);
+        if (k == piv) node_point(first + (x - xfirst)) = rows.at(0, begin + p);
+      });
+      team.team_barrier();
+      for (int e = 0; e < D; ++e) {
+        if (!Widest && e == rr) continue; // the split order already is left | pivot | right
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](int k) {
+          int const x = owner(k);
+          std::uint16_t f = 0;
+          if (x != settled && (!Widest || nd(x) != e)) {
+            std::uint8_t const sd = side(ord(e * M + k));
+            if (sd == 0) f = 1;
+            else if (sd == 1) piv_e(x) = std::uint16_t(k);
           }
-        }
-        if (2 * uloc + 1 < M) nb[2 * uloc + 1] = std::uint8_t(b);
-        if (2 * uloc + 2 < M) nb[2 * uloc + 2] = std::uint8_t(piv + 1);
+          excl(k) = f;
+        });
+        team.team_barrier();
+        team_exclusive_scan(team, excl, m);
+        team.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](int k) {
+          int const x = owner(k);
+          std::uint16_t const p = ord(e * M + k);
+          if (x == settled || (Widest && nd(x) == e)) {
+            tmp(k) = p;
+            return;
+          }
+          int const b = nb(x);
+          int const piv = pv(x);
+          int const before = excl(k) - excl(b);
+          std::uint8_t const sd = side(p);
+          int const dest = sd == 0 ? b + before : (sd == 1 ? piv : piv + 1 + (k - b - before - (piv_e(x) < k ? 1 : 0)));
+          tmp(dest) = p;
+        });
+        team.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](int k) { ord(e * M + k) = tmp(k); });
+        team.team_barrier();
       }
+      // Positions move to the children of depth t + 1; the pivots settle.
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](int k) {
+        int const x = owner(k);
+        if (x == settled) return;
+        int const b = nb(x);
+        int const piv = pv(x);
+        if (k < piv) {
+          owner(k) = std::uint16_t(2 * x + 1);
+          if (k == b) nb(2 * x + 1) = std::uint16_t(b);
+        } else if (k == piv) {
+          owner(k) = settled;
+        } else {
+          owner(k) = std::uint16_t(2 * x + 2);
+          if (k == piv + 1) nb(2 * x + 2) = std::uint16_t(piv + 1);
+        }
+      });
+      team.team_barrier();
     }
   }
 };
@@ -274,20 +405,37 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
   // ~50 us each on the H100.
   Kokkos::View<char*, MS> scan_workspace;
 
-  constexpr int R = finish_levels<D, !Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible>();
+  constexpr bool gpu = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible;
+  bool const widest = policy == SplitPolicy::widest_dimension;
+  int const R = widest ? team_finish_levels<D, true>() : team_finish_levels<D, false>();
   int const L = lb::num_levels(n);
-  int const l0 = R > 0 ? (L > R ? L - R : 0) : L;
+  int const l0 = L > R ? L - R : 0;
   bool const skip_split_row = policy == SplitPolicy::round_robin && D <= 64;
+  // Level l+1's Sides pass rides on level l's scatter passes (PairScatter
+  // says how), except with D = 1: nothing is moved then.
+  bool const fuse = D >= 2;
+  IV tag_next;
+  DimV side_next;
+  if (fuse && l0 > 1) {
+    tag_next = IV(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::tag_next"), n);
+    side_next = DimV(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::side_next"), n);
+  }
   for (int l = 0; l < l0; ++l) {
     // Round robin needs no per-node dimensions while building (and the tree
     // keeps none): the level's dimension is passed to the kernels.
     int const rr_dim = policy == SplitPolicy::round_robin ? l % D : -1;
-    if (rr_dim < 0) compute_level_split_dims<Exec, T, D, Index>(exec, l, n, policy, bounds, pts, node_point, dims);
     std::int64_t const fixed = lb::full(l); // nodes of levels < l are final
-    Kokkos::parallel_for("kdforge::build::partition::side", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         Sides<IV, Rows<PermV, D>, DimV, DimV>{tag, node_begin, node_point, rows, dims, side, n, l,
-                                                               rr_dim});
+    if (l == 0 || !fuse) {
+      if (rr_dim < 0) compute_level_split_dims<Exec, T, D, Index>(exec, l, n, policy, bounds, pts, node_point, dims);
+      Kokkos::parallel_for("kdforge::build::partition::side", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                           Sides<IV, Rows<PermV, D>, DimV, DimV>{tag, node_begin, node_point, rows, dims, side, n, l,
+                                                                 rr_dim});
+    }
     if (l == L - 1) break; // every segment of the last level is a single node
+    bool const fuse_next = fuse && l + 1 < l0;
+    int const rr_next = policy == SplitPolicy::round_robin ? (l + 1) % D : -1;
+    if (fuse_next && rr_next < 0) // the children's dimensions, before the passes that use them
+      compute_level_split_dims<Exec, T, D, Index>(exec, l + 1, n, policy, bounds, pts, node_point, dims);
 
     // The orders to move this level, two per flag/scan/scatter round.
     int moving[D];
@@ -307,25 +455,36 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
                            PairFlags<IV, PermV, DimV, DimV, ScanV>{tag, pivot_pos1, pivot_pos2, src1, src2, dims, side,
                                                                    scan, fixed, e1, e2, rr_dim});
       backend::exclusive_scan_async(exec, scan, scan, scan_workspace);
+      using Scatter = PairScatter<IV, PermV, DimV, DimV, ScanV>;
+      typename Scatter::Next next;
+      if (fuse_next) next = {true, i == 0, rr_next, tag_next, node_point, side_next};
       Kokkos::parallel_for("kdforge::build::partition::scatter", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                           PairScatter<IV, PermV, DimV, DimV, ScanV>{tag, node_begin, pivot_pos1, pivot_pos2, src1,
-                                                                     dst1, src2, dst2, dims, side, scan, n, fixed, e1,
-                                                                     e2, rr_dim});
+                           Scatter{tag, node_begin, pivot_pos1, pivot_pos2, src1, dst1, src2, dst2, dims, side, scan, n,
+                                   fixed, e1, e2, rr_dim, next});
       if (D <= 64) {
         rows.in_b ^= std::uint64_t(1) << e1;
         if (e2 >= 0) rows.in_b ^= std::uint64_t(1) << e2;
       }
     }
     if (D > 64) rows.in_b ^= 1u;
-  }
-  if constexpr (R > 0) {
-    if (l0 < L) {
-      DimV lid(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::local_id"), n);
-      Kokkos::parallel_for("kdforge::build::partition::finish", Kokkos::RangePolicy<Exec>(exec, lb::full(l0), lb::min64(lb::full(l0 + 1), n)),
-                           FinishSubtrees<T, D, Index, R, Kokkos::View<Point<T, D>*, MS>, IV, Rows<PermV, D>, DimV, DimV>{
-                               bounds, pts, node_begin, node_point, rows, dims, lid, n, l0,
-                               policy == SplitPolicy::widest_dimension});
+    if (fuse_next) {
+      std::swap(tag, tag_next);
+      std::swap(side, side_next);
     }
+  }
+  if (l0 < L) {
+    Kokkos::View<std::uint16_t*, MS> lid(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::local_id"), n);
+    int const roots = int(lb::min64(lb::full(l0 + 1), n) - lb::full(l0));
+    auto finish = [&](auto widest_tag) {
+      constexpr bool W = decltype(widest_tag)::value;
+      using Finish = FinishSubtreeTeams<Exec, T, D, Index, team_finish_levels<D, W>(), W, Kokkos::View<Point<T, D>*, MS>, IV,
+                                        Rows<PermV, D>, DimV, Kokkos::View<std::uint16_t*, MS>>;
+      Kokkos::TeamPolicy<Exec> tp(exec, roots, gpu ? 256 : 1);
+      Kokkos::parallel_for("kdforge::build::partition::finish", tp.set_scratch_size(0, Kokkos::PerTeam(Finish::scratch_bytes())),
+                           Finish{bounds, pts, node_begin, node_point, rows, dims, lid, n, l0});
+    };
+    if (widest) finish(std::true_type{});
+    else finish(std::false_type{});
   }
   return node_point;
 }
