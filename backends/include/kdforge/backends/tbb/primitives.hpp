@@ -1,5 +1,5 @@
 #pragma once
-// oneTBB backend: the primitives of the OpenMP and Threads builds. The sorts
+// oneTBB backend: the primitives of the Threads build. The sorts
 // are the stable LSD radix sort of serial/radix_sort.hpp with its histogram
 // and scatter passes spread over tbb::parallel_for; scans and reductions are
 // tbb::parallel_scan / tbb::parallel_reduce.
@@ -106,9 +106,8 @@ void tbb_segmented_sort_pairs(K* keys, V* vals, O const* offsets, std::size_t nu
     return tbb_bounding_box(pts, n);                                                         \
   }
 
-#if defined(KOKKOS_ENABLE_OPENMP)
-KDFORGE_TBB_PRIMITIVES_FOR(Kokkos::OpenMP)
-#endif
+// (The OpenMP backend has its own primitives, written with OpenMP:
+// backends/openmp/primitives.hpp says why.)
 #if defined(KOKKOS_ENABLE_THREADS)
 KDFORGE_TBB_PRIMITIVES_FOR(Kokkos::Threads)
 // (The OpenMP backend forks with OpenMP tasks instead: backends/openmp.)
