@@ -98,6 +98,7 @@ public:
       if (r.op == "radius" && r.impl == "kdforge" && m_opt.radius_buffer > 0)
         variant += " buf=" + std::to_string(m_opt.radius_buffer);
     }
+    if (r.op != "build" && r.impl == "kdforge" && m_opt.results == "fresh") variant += " fresh";
     std::string check = "verified " + std::to_string(r.verified) + "/" + std::to_string(r.sample);
     if (!r.note.empty()) check += ", " + r.note;
     if (!r.ok) check += "  FAILED";
@@ -161,6 +162,8 @@ private:
     j["seed"] = o.seed;
     j["split"] = o.split;
     j["traversal"] = o.traversal;
+    j["bucket_levels"] = o.bucket_levels;
+    j["results"] = o.results;
     bool const radius_op = r.op == "radius" || r.op == "radius_count";
     j["radius"] = radius_op ? nlohmann::json(w.radius) : nlohmann::json(nullptr);
     j["radius_source"] = radius_op ? w.radius_source : "";

@@ -220,6 +220,116 @@ TEST_CASE_TEMPLATE("double precision, other dimensions and 64-bit indices", Exec
   }
 }
 
+// Bucket levels change how the bottom of the tree is walked, never what is
+// found: every setting, with either traversal, gives the brute-force kNN rows
+// and radius sets, and for a given setting both traversals list unsorted
+// radius rows in the same order. Sizes around powers of two put the bucket
+// level on full and on partly filled last levels; tiny trees are one bucket.
+TEST_CASE_TEMPLATE("bucket levels never change query results", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(6), std::size_t(7), std::size_t(8),
+                        std::size_t(100), std::size_t(1023), std::size_t(1024), std::size_t(1500)}) {
+    for (auto dist : {Distribution::uniform, Distribution::duplicates}) {
+      CAPTURE(n);
+      CAPTURE(int(dist));
+      auto pts = test::make_points<float, 3>(n, dist, 500 + n);
+      auto queries = test::make_points<float, 3>(150, Distribution::uniform, 600 + n);
+      queries[0] = pts[0];
+      auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+      auto dq = to_device<Exec>(queries, "q");
+      int const k = 9;
+      std::vector<std::vector<Neighbor<float, std::int64_t>>> knn_ref, rad_ref;
+      for (auto const& q : queries) {
+        knn_ref.push_back(test::brute_knn(pts, q, k, detail::infinity<float>()));
+        rad_ref.push_back(test::brute_radius(pts, q, 0.15f * 0.15f));
+      }
+      for (int levels = 0; levels <= kernels::max_bucket_levels; ++levels) {
+        CAPTURE(levels);
+        std::vector<std::int32_t> unsorted[2];
+        int t = 0;
+        for (auto tr : {Traversal::stack, Traversal::stack_free}) {
+          QueryOptions qo;
+          qo.traversal = tr;
+          qo.bucket_levels = levels;
+          auto r = knn(exec, tree, dq, k, qo);
+          auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+          auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+          for (std::size_t q = 0; q < queries.size(); ++q) test::check_row(knn_ref[q], &hi(q, 0), &hd(q, 0), k);
+          RadiusOptions ro;
+          ro.traversal = tr;
+          ro.bucket_levels = levels;
+          auto rs = radius_search(exec, tree, dq, 0.15, ro);
+          auto off = to_host(rs.offsets);
+          unsorted[t] = to_host(rs.indices);
+          for (std::size_t q = 0; q < queries.size(); ++q) {
+            std::vector<std::int64_t> got(unsorted[t].begin() + off[q], unsorted[t].begin() + off[q + 1]), want;
+            for (auto const& nb : rad_ref[q]) want.push_back(nb.index);
+            std::sort(got.begin(), got.end());
+            std::sort(want.begin(), want.end());
+            CHECK(got == want);
+          }
+          ++t;
+        }
+        CHECK(unsorted[0] == unsorted[1]);
+      }
+    }
+  }
+}
+
+// The overloads that write into the caller's result Views: the same results
+// as the allocating calls, the caller's allocation kept when its extents fit
+// (a time loop allocates nothing) and replaced when they do not.
+TEST_CASE_TEMPLATE("queries write into the caller's result Views", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  auto pts = test::make_points<float, 3>(3000, Distribution::clustered, 31);
+  auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+  auto q1 = to_device<Exec>(test::make_points<float, 3>(400, Distribution::uniform, 32), "q1");
+  auto q2 = to_device<Exec>(test::make_points<float, 3>(250, Distribution::uniform, 33), "q2");
+  KnnResultFor<Exec, decltype(tree)> kr;
+  ClosestResultFor<Exec, decltype(tree)> cr;
+  RadiusResultFor<Exec, decltype(tree)> rr;
+  Kokkos::View<std::int64_t*, typename Exec::memory_space> counts;
+  auto flat = [](auto const& v) { // any rank-1 or rank-2 View, row by row
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+    std::vector<typename decltype(h)::non_const_value_type> out;
+    for (std::size_t i = 0; i < h.extent(0); ++i) {
+      if constexpr (decltype(h)::rank == 1) out.push_back(h(i));
+      else
+        for (std::size_t j = 0; j < h.extent(1); ++j) out.push_back(h(i, j));
+    }
+    return out;
+  };
+  RadiusOptions ro;
+  ro.sort = true;
+  for (auto const& q : {q1, q1, q2}) {
+    auto* const kept_idx = kr.indices.data();
+    bool const same_size = kr.indices.extent(0) == q.extent(0);
+    knn(exec, tree, q, 7, kr);
+    closest_point(exec, tree, q, cr);
+    radius_count(exec, tree, q, 0.08, counts, ro);
+    radius_search(exec, tree, q, 0.08, rr, ro);
+    exec.fence();
+    CHECK(kr.indices.extent(0) == q.extent(0));
+    CHECK(kr.indices.extent(1) == 7);
+    CHECK((kr.indices.data() == kept_idx) == same_size);
+    auto fresh = knn(exec, tree, q, 7);
+    CHECK(flat(fresh.indices) == flat(kr.indices));
+    CHECK(flat(fresh.sq_distances) == flat(kr.sq_distances));
+    auto c = closest_point(exec, tree, q);
+    CHECK(to_host(c.indices) == to_host(cr.indices));
+    CHECK(to_host(c.sq_distances) == to_host(cr.sq_distances));
+    auto all = flat(fresh.indices);
+    std::vector<std::int32_t> col;
+    for (std::size_t i = 0; i < all.size(); i += 7) col.push_back(all[i]);
+    CHECK(col == to_host(cr.indices)); // closest point is kNN's first column
+    CHECK(to_host(radius_count(exec, tree, q, 0.08, ro)) == to_host(counts));
+    auto r = radius_search(exec, tree, q, 0.08, ro);
+    CHECK(to_host(r.offsets) == to_host(rr.offsets));
+    CHECK(to_host(r.indices) == to_host(rr.indices));
+    CHECK(to_host(r.sq_distances) == to_host(rr.sq_distances));
+  }
+}
+
 TEST_CASE_TEMPLATE("identical query results on every backend", Exec, KDFORGE_TEST_SPACES) {
   using Host = Kokkos::DefaultHostExecutionSpace;
   auto pts = test::make_points<float, 3>(20000, Distribution::duplicates, 21);
@@ -232,11 +342,22 @@ TEST_CASE_TEMPLATE("identical query results on every backend", Exec, KDFORGE_TES
   auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r2.indices);
   for (std::size_t q = 0; q < queries.size(); ++q)
     for (int j = 0; j < 10; ++j) CHECK(a(q, j) == b(q, j));
-  RadiusOptions ro; // unsorted rows: identical traversal order everywhere
+  RadiusOptions ro; // sorted rows: identical with every target's defaults
+  ro.sort = true;
   auto s1 = radius_search(Exec{}, t1, to_device<Exec>(queries, "q"), 0.2, ro);
   auto s2 = radius_search(Host{}, t2, to_device<Host>(queries, "q"), 0.2, ro);
   CHECK(to_host(s1.offsets) == to_host(s2.offsets));
   CHECK(to_host(s1.indices) == to_host(s2.indices));
+  CHECK(to_host(s1.sq_distances) == to_host(s2.sq_distances));
+  ro.sort = false; // unsorted rows: traversal order, identical for the same bucket levels
+  for (int levels : {0, 2, 3}) {
+    CAPTURE(levels);
+    ro.bucket_levels = levels;
+    auto u1 = radius_search(Exec{}, t1, to_device<Exec>(queries, "q"), 0.2, ro);
+    auto u2 = radius_search(Host{}, t2, to_device<Host>(queries, "q"), 0.2, ro);
+    CHECK(to_host(u1.offsets) == to_host(s1.offsets));
+    CHECK(to_host(u1.indices) == to_host(u2.indices));
+  }
 }
 
 TEST_CASE_TEMPLATE("adversarial inputs get clear answers", Exec, KDFORGE_TEST_SPACES) {
@@ -309,6 +430,16 @@ TEST_CASE_TEMPLATE("adversarial inputs get clear answers", Exec, KDFORGE_TEST_SP
     CHECK_THROWS_AS(radius_search(exec, tree, q, 0.1, ro), kdforge::Error);
     ro.buffer_size = std::int64_t(1) << 21;
     CHECK_THROWS_AS(radius_search(exec, tree, q, 0.1, ro), kdforge::Error);
+    ro.buffer_size = 0;
+    for (int bad : {-2, kernels::max_bucket_levels + 1}) {
+      CAPTURE(bad);
+      qo.cutoff_radius = 1;
+      qo.bucket_levels = bad;
+      ro.bucket_levels = bad;
+      CHECK_THROWS_AS(knn(exec, tree, q, 2, qo), kdforge::Error);
+      CHECK_THROWS_AS(radius_count(exec, tree, q, 0.1, ro), kdforge::Error);
+      CHECK_THROWS_AS(radius_search(exec, tree, q, 0.1, ro), kdforge::Error);
+    }
   }
   SUBCASE("recursive_select is refused on a GPU, with a clear error") {
     BuildOptions o;

@@ -101,6 +101,13 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
   app.add_option("--traversal", o.traversal, "tree walk of queries: auto (stack-free on GPUs, stack on CPUs), stack, stack_free")
       ->check(CLI::IsMember({"auto", "stack", "stack_free"}))->group("Queries");
 
+  app.add_option("--results", o.results,
+                 "query results: reuse (written into the previous repetition's Views: no allocation in the timed call, "
+                 "like the nanoflann baseline's preallocated arrays) or fresh (allocated by every call, timed)")
+      ->check(CLI::IsMember({"reuse", "fresh"}))->group("Queries");
+  app.add_option("--bucket-levels", o.bucket_levels,
+                 "bottom tree levels the queries scan instead of traverse (QueryOptions::bucket_levels; -1: kdforge's "
+                 "default for the target, 0: plain traversal)")->check(CLI::Range(-1, 4))->group("Queries");
   app.add_option("--radius-buffer", o.radius_buffer,
                  "radius op: scratch slots per query for a single-traversal search (RadiusOptions::buffer_size; 0: "
                  "count, then fill)")->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 20))->group("Queries");
@@ -117,6 +124,9 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
 
   app.add_option("--json", o.json_file, "append one JSON record per table row to FILE (JSON lines)")->group("Output");
   app.add_option("--label", o.label, "free text stored in every JSON record (e.g. the workload's name)")->group("Output");
+  app.add_flag("--trace", o.trace,
+               "print the timeline of one extra, untimed call per row: every kernel and vendor call fenced, the gaps "
+               "between them (host work: allocations, launches) shown")->group("Output");
   app.add_flag("--quiet", o.quiet, "no progress lines on stderr (the table and any failures are still printed)")->group("Output");
   app.add_flag("--self-test-corrupt", o.corrupt, "damage one result before it is checked (tests the exit status)")->group("");
   app.footer("Examples:\n"

@@ -3,8 +3,11 @@
 // (dtype, dim) case. Included once per case by kdforge_case.cpp.
 //
 // Timing: every repetition is bracketed by Kokkos::fence(); `--warmup`
-// repetitions run first and are dropped. A query's time is the library call
-// (result allocation included); its copy-back time is
+// repetitions run first and are dropped. A query's time is the library call;
+// with `--results reuse` (the default) the call writes into the result Views
+// of the previous repetition, as a time-stepping code would (and as the
+// nanoflann baseline writes into preallocated arrays), with `--results fresh`
+// every call allocates its results (included in the time). Its copy-back time is
 // create_mirror_view_and_copy of every result view to the host (zero-copy on
 // host backends, where the mirror is the result itself).
 // Memory: one extra, untimed build runs with Kokkos Tools allocation hooks on
@@ -15,6 +18,7 @@
 #include "builders.hpp"
 #include "nanoflann_runner.hpp"
 #include "options.hpp"
+#include "trace.hpp"
 #include "verify.hpp"
 
 #include <kdforge/kdforge.hpp>
@@ -89,9 +93,14 @@ std::vector<double> time_reps(Options const& o, Before&& before, Body&& body) {
   return t;
 }
 
-/// As time_reps, with a copy-back phase timed separately after each query.
+/// As time_reps, with a copy-back phase timed separately after each query;
+/// with --trace, one more call's timeline is printed.
 template <class Before, class Query, class Copy>
 void time_query(Options const& o, Row& row, Before&& before, Query&& query, Copy&& copy) {
+  if (o.trace) {
+    before();
+    Tracer::run(row.op + (row.op == "knn" ? " k=" + std::to_string(row.k) : std::string()), query);
+  }
   for (int r = 0; r < o.warmup + o.reps; ++r) {
     before();
     Kokkos::fence();
@@ -175,10 +184,15 @@ void run_queries(Case<T, D>& c, Tree const& tree, std::string const& builder) {
       Row row = base("knn");
       row.k = k;
       decltype(kdforge::knn(Exec{}, tree, c.qs, k, c.qo)) res;
+      bool const reuse = o.results == "reuse";
       decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices)) hi;
       decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.sq_distances)) hd;
       time_query(
-          o, row, [&] { res = {}, hi = {}, hd = {}; }, [&] { res = kdforge::knn(Exec{}, tree, c.qs, k, c.qo); },
+          o, row, [&] { hi = {}, hd = {}; if (!reuse) res = {}; },
+          [&] {
+            if (reuse) kdforge::knn(Exec{}, tree, c.qs, k, res, c.qo);
+            else res = kdforge::knn(Exec{}, tree, c.qs, k, c.qo);
+          },
           [&] {
             hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices);
             hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.sq_distances);
@@ -193,10 +207,15 @@ void run_queries(Case<T, D>& c, Tree const& tree, std::string const& builder) {
     c.sink.progress(c.where(builder, "closest"));
     Row row = base("closest");
     decltype(kdforge::closest_point(Exec{}, tree, c.qs, c.qo)) res;
+    bool const reuse = o.results == "reuse";
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices)) hi;
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.sq_distances)) hd;
     time_query(
-        o, row, [&] { res = {}, hi = {}, hd = {}; }, [&] { res = kdforge::closest_point(Exec{}, tree, c.qs, c.qo); },
+        o, row, [&] { hi = {}, hd = {}; if (!reuse) res = {}; },
+        [&] {
+          if (reuse) kdforge::closest_point(Exec{}, tree, c.qs, res, c.qo);
+          else res = kdforge::closest_point(Exec{}, tree, c.qs, c.qo);
+        },
         [&] {
           hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices);
           hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.sq_distances);
@@ -210,9 +229,14 @@ void run_queries(Case<T, D>& c, Tree const& tree, std::string const& builder) {
     c.sink.progress(c.where(builder, "radius_count"));
     Row row = base("radius_count");
     decltype(kdforge::radius_count(Exec{}, tree, c.qs, c.w.radius, c.ro)) counts;
+    bool const reuse = o.results == "reuse";
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, counts)) hc;
     time_query(
-        o, row, [&] { counts = {}, hc = {}; }, [&] { counts = kdforge::radius_count(Exec{}, tree, c.qs, c.w.radius, c.ro); },
+        o, row, [&] { hc = {}; if (!reuse) counts = {}; },
+        [&] {
+          if (reuse) kdforge::radius_count(Exec{}, tree, c.qs, c.w.radius, counts, c.ro);
+          else counts = kdforge::radius_count(Exec{}, tree, c.qs, c.w.radius, c.ro);
+        },
         [&] { hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, counts); });
     double total = 0;
     for (std::int64_t q = 0; q < m; ++q) total += double(hc(q));
@@ -224,12 +248,16 @@ void run_queries(Case<T, D>& c, Tree const& tree, std::string const& builder) {
     c.sink.progress(c.where(builder, "radius"));
     Row row = base("radius");
     decltype(kdforge::radius_search(Exec{}, tree, c.qs, c.w.radius, c.ro)) res;
+    bool const reuse = o.results == "reuse";
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.offsets)) ho;
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices)) hi;
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.sq_distances)) hd;
     time_query(
-        o, row, [&] { res = {}, ho = {}, hi = {}, hd = {}; },
-        [&] { res = kdforge::radius_search(Exec{}, tree, c.qs, c.w.radius, c.ro); },
+        o, row, [&] { ho = {}, hi = {}, hd = {}; if (!reuse) res = {}; },
+        [&] {
+          if (reuse) kdforge::radius_search(Exec{}, tree, c.qs, c.w.radius, res, c.ro);
+          else res = kdforge::radius_search(Exec{}, tree, c.qs, c.w.radius, c.ro);
+        },
         [&] {
           ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.offsets);
           hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices);
@@ -259,6 +287,10 @@ void measure_builder(Case<T, D>& c) {
   row.items = c.w.n;
   row.threads = int(Exec().concurrency());
   row.times_ms = time_reps(o, [&] { tree.reset(); }, [&] { tree.emplace(B::build(Exec{}, c.pts, c.bo)); });
+  if (o.trace) {
+    tree.reset();
+    Tracer::run("build " + name, [&] { tree.emplace(B::build(Exec{}, c.pts, c.bo)); });
+  }
 
   // One more build, untimed, with the allocation hooks on.
   tree.reset();
@@ -327,6 +359,8 @@ void run_workload(Workload const& w, Sink& sink) {
   c.qo.order = order;
   c.ro.order = order;
   c.ro.buffer_size = o.radius_buffer;
+  c.qo.bucket_levels = o.bucket_levels;
+  c.ro.bucket_levels = o.bucket_levels;
 
   int kmax = 1;
   if (o.has_op("knn")) for (int k : o.ks) kmax = std::max(kmax, k);

@@ -31,6 +31,8 @@ struct Options {
   double neighbors = 8;                   ///< target mean neighbour count of the radius ops
   double radius = -1;                     ///< --radius; < 0: derived from `neighbors`
   std::int64_t radius_buffer = 0;         ///< RadiusOptions::buffer_size of the radius op
+  std::string results = "reuse";          ///< reuse | fresh: query results written into the previous ones, or allocated per call
+  int bucket_levels = -1;                 ///< Query/RadiusOptions::bucket_levels (-1: kdforge's default)
   std::string dist = "uniform";           ///< uniform | clustered | sphere | duplicates
   std::string points_file;                ///< --points
   std::string queries = "uniform";        ///< same | uniform | a file name
@@ -42,6 +44,7 @@ struct Options {
   int verify = 1000;
   bool nanoflann = false;
   bool quiet = false;
+  bool trace = false;                     ///< --trace: print the fenced timeline of one extra call per row
   bool corrupt = false;                   ///< hidden --self-test-corrupt: damage one result (tests exit 1)
   std::vector<std::string> kokkos_args;   ///< --kokkos-* flags, handed to Kokkos::initialize
 

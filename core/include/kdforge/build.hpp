@@ -7,6 +7,7 @@
 #include <kdforge/kernels/build/left_balanced_tags.hpp>
 #include <kdforge/options.hpp>
 #include <kdforge/points.hpp>
+#include <kdforge/profiling.hpp>
 #include <kdforge/tree.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -119,6 +120,7 @@ build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
                          BuildOptions const& options) {
   using MS = typename Exec::memory_space;
   using Tree = LeftBalancedTree<MS, T, D, Index>;
+  Region region("kdforge::build_left_balanced");
 
   auto const input = finite_input<Index>(exec, pts, options.non_finite, "build_left_balanced");
   pts = input.pts;

@@ -42,16 +42,26 @@ enum class Traversal {
 /// In which order a batch of queries is processed (results are always
 /// returned in the caller's order).
 enum class QueryOrder {
-  automatic, ///< spatially sorted on GPUs, as given on CPUs
+  automatic, ///< the faster one measured: Morton order on every target (GPUs and CPUs)
   as_given,
   morton,    ///< sorted by the Morton code of the query point
 };
+
+/// The bottom levels of the tree that queries scan instead of traverse:
+/// each node on level L - bucket_levels is a bucket whose whole sub-tree
+/// (at most 2^bucket_levels - 1 points) is checked without plane tests.
+/// Results never depend on it, except the order of unsorted radius rows
+/// (traversal order: the same on every backend for the same bucket_levels).
+/// -1: the measured best for the target (2 on GPUs, 3 on CPUs); 0: plain
+/// traversal; at most 6.
+inline constexpr int automatic_bucket_levels = -1;
 
 struct QueryOptions {
   /// Only neighbours with distance <= cutoff_radius are reported (not squared).
   double cutoff_radius = std::numeric_limits<double>::infinity();
   Traversal traversal = Traversal::automatic;
   QueryOrder order = QueryOrder::automatic;
+  int bucket_levels = automatic_bucket_levels;
 };
 
 struct RadiusOptions {
@@ -69,6 +79,7 @@ struct RadiusOptions {
   std::int64_t buffer_size = 0;
   Traversal traversal = Traversal::automatic;
   QueryOrder order = QueryOrder::automatic;
+  int bucket_levels = automatic_bucket_levels; ///< as QueryOptions::bucket_levels
 };
 
 } // namespace kdforge

@@ -10,12 +10,14 @@
 #include <kdforge/kernels/query/traversal.hpp>
 #include <kdforge/options.hpp>
 #include <kdforge/points.hpp>
+#include <kdforge/profiling.hpp>
 #include <kdforge/tree.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 namespace kdforge {
@@ -46,17 +48,37 @@ constexpr bool runs_on_gpu() {
   return !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
 }
 
+/// How the queries of one call walk the tree.
+struct Walk {
+  bool stack_free;
+  int bucket_levels;
+};
+
+/// Bucket levels when the options leave them to kdforge (-1): measured,
+/// 1M uniform points and queries (perf/NOTES.md, session 4). H100 with the
+/// one-node-per-iteration stack-free walk: 2 beats 3 by 5-9% (kNN k = 8
+/// 1.52 vs 1.59 ms, closest 0.76 vs 0.84, radius 2.09 vs 2.20), 4 is
+/// slower. 16 Xeon cores with the stack walk: 3 beats 2 by 7-25% (kNN k = 8
+/// 130 vs 140 ms, closest 49 vs 57, radius 155 vs 195).
 template <class Exec>
-bool use_stack_free(Traversal t) {
-  if (t == Traversal::automatic) return runs_on_gpu<Exec>();
-  return t == Traversal::stack_free;
+constexpr int default_bucket_levels() {
+  return runs_on_gpu<Exec>() ? 2 : 3;
+}
+
+template <class Exec, class Options>
+Walk make_walk(Options const& o, char const* where) {
+  KDFORGE_REQUIRE(o.bucket_levels >= -1 && o.bucket_levels <= kernels::max_bucket_levels, where,
+                  "bucket_levels must be -1 (automatic) or in [0, ", kernels::max_bucket_levels, "] (got ",
+                  o.bucket_levels, ")");
+  bool const sf = o.traversal == Traversal::automatic ? runs_on_gpu<Exec>() : o.traversal == Traversal::stack_free;
+  return {sf, o.bucket_levels < 0 ? default_bucket_levels<Exec>() : o.bucket_levels};
 }
 
 template <class Tree, class Visitor>
-KOKKOS_FORCEINLINE_FUNCTION void traverse(bool stack_free, Tree const& tree, typename Tree::point_type const& q,
+KOKKOS_FORCEINLINE_FUNCTION void traverse(Walk const& walk, Tree const& tree, typename Tree::point_type const& q,
                                           Visitor& v) {
-  if (stack_free) kernels::traverse_stack_free(tree, q, v);
-  else kernels::traverse_stack(tree, q, v);
+  if (walk.stack_free) kernels::traverse_stack_free(tree, q, v, walk.bucket_levels);
+  else kernels::traverse_stack(tree, q, v, walk.bucket_levels);
 }
 
 // Queries as a View<Point<T, D>*> in the execution space; copied only when
@@ -73,13 +95,19 @@ auto query_points(Exec const& exec, Queries const& queries) {
   else return to_points(exec, queries, "kdforge::query::points");
 }
 
+/// The order in which the queries are processed (empty: as given). Keep
+/// `workspace` alive until the kernels that read the order are queued.
 template <class Exec, class Tree, class QV>
-Kokkos::View<typename Tree::index_type*, typename Exec::memory_space> processing_order(Exec const& exec, Tree const& tree,
-                                                                                       QV const& q, QueryOrder order) {
-  bool const sort = order == QueryOrder::morton || (order == QueryOrder::automatic && runs_on_gpu<Exec>());
+Kokkos::View<typename Tree::index_type*, typename Exec::memory_space>
+processing_order(Exec const& exec, Tree const& tree, QV const& q, QueryOrder order,
+                 Kokkos::View<char*, typename Exec::memory_space>& workspace) {
+  // Morton order on every target (automatic): on the 16-core host kNN k = 8
+  // took 130 ms instead of 160 once the sort ran on all cores.
+  bool const sort = order == QueryOrder::morton || order == QueryOrder::automatic;
   if (!sort || q.extent(0) < 2 || tree.size() == 0) return {};
+  Region region("kdforge::query::morton_order");
   return kernels::morton_order<Exec, typename Tree::coordinate_type, Tree::dimension, typename Tree::index_type>(
-      exec, q, tree.bounds());
+      exec, q, tree.bounds(), workspace);
 }
 
 template <class T>
@@ -158,11 +186,11 @@ struct KnnSortedFunctor {
   Result res;
   int k;
   T sq_cutoff;
-  bool stack_free;
+  Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
-    traverse(stack_free, tree, typename Tree::point_type(queries(qi)), cand);
+    traverse(walk, tree, typename Tree::point_type(queries(qi)), cand);
     write_sorted_row(res, qi, cand, k);
   }
 };
@@ -177,13 +205,13 @@ struct KnnHeapFunctor {
   Result res;
   int k;
   T sq_cutoff;
-  bool stack_free;
+  Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     using IR = Row<decltype(res.indices)>;
     using DR = Row<decltype(res.sq_distances)>;
     kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
-    traverse(stack_free, tree, typename Tree::point_type(queries(qi)), cand);
+    traverse(walk, tree, typename Tree::point_type(queries(qi)), cand);
     finish_heap_row(res, qi, cand, k);
   }
 };
@@ -209,11 +237,11 @@ struct RadiusCountFunctor {
   Counts counts;
   T sq_r;
   std::int64_t cap;
-  bool stack_free;
+  Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     CountVisitor<Tree> v{sq_r, cap};
-    traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
+    traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
     counts(qi) = v.count;
   }
 };
@@ -248,7 +276,7 @@ struct RadiusFillFunctor {
   T sq_r;
   bool capped;
   bool sort;
-  bool stack_free;
+  Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     std::int64_t const b = res.offsets(qi);
@@ -258,11 +286,11 @@ struct RadiusFillFunctor {
     if (capped) {
       // the nearest `len` within the radius: a max-heap in the output row
       kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r);
-      traverse(stack_free, tree, typename Tree::point_type(queries(qi)), cand);
+      traverse(walk, tree, typename Tree::point_type(queries(qi)), cand);
       cand.heap.sort_heap();
     } else {
       FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
-      traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
+      traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
       if (sort) sort_csr_row(res, b, len);
     }
   }
@@ -302,11 +330,11 @@ struct RadiusBufferFunctor {
   BI bidx;
   BD bdist;
   T sq_r;
-  bool stack_free;
+  Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     BufferVisitor<Tree, BI, BD> v{bidx, bdist, sq_r, i, std::int64_t(bidx.extent(1))};
-    traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
+    traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
     counts(qi) = v.count;
   }
 };
@@ -324,7 +352,7 @@ struct RadiusCopyFunctor {
   BD bdist;
   T sq_r;
   bool sort;
-  bool stack_free;
+  Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     std::int64_t const b = res.offsets(qi);
@@ -336,7 +364,7 @@ struct RadiusCopyFunctor {
       }
     } else {
       FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
-      traverse(stack_free, tree, typename Tree::point_type(queries(qi)), v);
+      traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
     }
     if (sort) sort_csr_row(res, b, len);
   }
@@ -344,92 +372,194 @@ struct RadiusCopyFunctor {
 
 } // namespace detail
 
+namespace detail {
+
+/// v keeps its allocation when it already has extent e0 (x e1); otherwise a
+/// new one (contents undefined) replaces it.
+template <class V>
+void ensure_extents(V& v, char const* label, std::int64_t e0) {
+  if (v.data() != nullptr && std::int64_t(v.extent(0)) == e0) return;
+  v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), e0);
+}
+template <class V>
+void ensure_extents(V& v, char const* label, std::int64_t e0, std::int64_t e1) {
+  if (v.data() != nullptr && std::int64_t(v.extent(0)) == e0 && std::int64_t(v.extent(1)) == e1) return;
+  v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), e0, e1);
+}
+
+/// A 1-D View read and written as the single column of an M x 1 result, so
+/// closest point shares the kNN kernels.
+template <class V>
+struct Column {
+  using non_const_value_type = typename V::non_const_value_type;
+  V v;
+  KOKKOS_FORCEINLINE_FUNCTION typename V::reference_type operator()(std::int64_t i, int) const { return v(i); }
+};
+template <class IV, class DV>
+struct ColumnResult {
+  Column<IV> indices;
+  Column<DV> sq_distances;
+};
+
+template <class R>
+struct is_column_result : std::false_type {};
+template <class IV, class DV>
+struct is_column_result<ColumnResult<IV, DV>> : std::true_type {};
+
+template <class Exec, class Tree, class QV, class Result>
+void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
+             typename Tree::coordinate_type sq_cutoff, Walk const& walk, QueryOrder order_option) {
+  std::int64_t const m = std::int64_t(q.extent(0));
+  if (m == 0) return;
+  Region region("kdforge::knn");
+  Kokkos::View<char*, typename Exec::memory_space> workspace;
+  auto order = processing_order(exec, tree, q, order_option, workspace);
+  Kokkos::RangePolicy<Exec> policy(exec, 0, m);
+  using OV = decltype(order);
+  constexpr bool column = is_column_result<Result>::value; // closest point: k = 1 only
+  if (column || k <= 1) Kokkos::parallel_for("kdforge::knn::k1", policy, KnnSortedFunctor<Tree, QV, OV, Result, 1>{tree, q, order, res, k, sq_cutoff, walk});
+  else if constexpr (!column) {
+    if (k <= 4) Kokkos::parallel_for("kdforge::knn::k4", policy, KnnSortedFunctor<Tree, QV, OV, Result, 4>{tree, q, order, res, k, sq_cutoff, walk});
+    else if (k <= 8) Kokkos::parallel_for("kdforge::knn::k8", policy, KnnSortedFunctor<Tree, QV, OV, Result, 8>{tree, q, order, res, k, sq_cutoff, walk});
+    else if (k <= 16) Kokkos::parallel_for("kdforge::knn::k16", policy, KnnSortedFunctor<Tree, QV, OV, Result, 16>{tree, q, order, res, k, sq_cutoff, walk});
+    else if (k <= 32) Kokkos::parallel_for("kdforge::knn::k32", policy, KnnSortedFunctor<Tree, QV, OV, Result, 32>{tree, q, order, res, k, sq_cutoff, walk});
+    else Kokkos::parallel_for("kdforge::knn::heap", policy, KnnHeapFunctor<Tree, QV, OV, Result>{tree, q, order, res, k, sq_cutoff, walk});
+  }
+}
+
+template <class Exec, class Tree>
+void check_tree_space(char const*) {
+  static_assert(std::is_same<typename Exec::memory_space, typename Tree::memory_space>::value,
+                "kdforge: the tree lives in another memory space than the execution space's");
+}
+
+} // namespace detail
+
+template <class Exec, class Tree>
+using KnnResultFor = KnnResult<typename Exec::memory_space, typename Tree::coordinate_type, typename Tree::index_type>;
+template <class Exec, class Tree>
+using ClosestResultFor = ClosestResult<typename Exec::memory_space, typename Tree::coordinate_type, typename Tree::index_type>;
+template <class Exec, class Tree>
+using RadiusResultFor = RadiusResult<typename Exec::memory_space, typename Tree::coordinate_type, typename Tree::index_type>;
+
 /// The k nearest neighbours of each query (k >= 1), sorted by (squared
-/// distance, index). Slots beyond the number of points, or beyond
-/// options.cutoff_radius, are (-1, +inf).
+/// distance, index), written into `out`. Slots beyond the number of points,
+/// or beyond options.cutoff_radius, are (-1, +inf). out's Views are kept
+/// when they already are M x k (so a loop of same-sized queries allocates
+/// nothing) and replaced otherwise. Asynchronous: fence `exec` before
+/// reading the results on the host.
 template <class Exec, class Tree, class Queries>
-auto knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, QueryOptions const& options = {}) {
+void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
+         QueryOptions const& options = {}) {
   using T = typename Tree::coordinate_type;
-  using Index = typename Tree::index_type;
-  using MS = typename Exec::memory_space;
-  static_assert(std::is_same<MS, typename Tree::memory_space>::value,
-                "kdforge::knn: the tree lives in another memory space than the execution space's");
+  detail::check_tree_space<Exec, Tree>("knn");
   KDFORGE_REQUIRE(k >= 1, "knn", "k must be >= 1 (got ", k, ")");
   T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "knn", "QueryOptions::cutoff_radius");
+  auto const walk = detail::make_walk<Exec>(options, "knn");
   auto q = detail::query_points<Exec, Tree>(exec, queries);
   std::int64_t const m = std::int64_t(q.extent(0));
-  using Result = KnnResult<MS, T, Index>;
-  Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
-             decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
-  auto order = detail::processing_order(exec, tree, q, options.order);
-  bool const sf = detail::use_stack_free<Exec>(options.traversal);
-  Kokkos::RangePolicy<Exec> policy(exec, 0, m);
-  using QV = decltype(q);
-  using OV = decltype(order);
-  if (k <= 1) Kokkos::parallel_for("kdforge::knn::k1", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 1>{tree, q, order, res, k, sq_cutoff, sf});
-  else if (k <= 4) Kokkos::parallel_for("kdforge::knn::k4", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 4>{tree, q, order, res, k, sq_cutoff, sf});
-  else if (k <= 8) Kokkos::parallel_for("kdforge::knn::k8", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 8>{tree, q, order, res, k, sq_cutoff, sf});
-  else if (k <= 16) Kokkos::parallel_for("kdforge::knn::k16", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 16>{tree, q, order, res, k, sq_cutoff, sf});
-  else if (k <= 32) Kokkos::parallel_for("kdforge::knn::k32", policy, detail::KnnSortedFunctor<Tree, QV, OV, Result, 32>{tree, q, order, res, k, sq_cutoff, sf});
-  else Kokkos::parallel_for("kdforge::knn::heap", policy, detail::KnnHeapFunctor<Tree, QV, OV, Result>{tree, q, order, res, k, sq_cutoff, sf});
+  detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
+  detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
+  detail::run_knn(exec, tree, q, k, out, sq_cutoff, walk, options.order);
+}
+
+/// As above, into newly allocated results.
+template <class Exec, class Tree, class Queries>
+KnnResultFor<Exec, Tree> knn(Exec const& exec, Tree const& tree, Queries const& queries, int k,
+                             QueryOptions const& options = {}) {
+  KnnResultFor<Exec, Tree> res;
+  knn(exec, tree, queries, k, res, options);
   return res;
 }
 
 /// The closest point of each query, or (-1, +inf) when the tree is empty or
-/// nothing lies within options.cutoff_radius.
+/// nothing lies within options.cutoff_radius, written into `out` (kept when
+/// its Views have extent M, replaced otherwise).
 template <class Exec, class Tree, class Queries>
-auto closest_point(Exec const& exec, Tree const& tree, Queries const& queries, QueryOptions const& options = {}) {
+void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, ClosestResultFor<Exec, Tree>& out,
+                   QueryOptions const& options = {}) {
   using T = typename Tree::coordinate_type;
-  using Index = typename Tree::index_type;
-  using MS = typename Exec::memory_space;
-  auto r = knn(exec, tree, queries, 1, options);
-  return ClosestResult<MS, T, Index>{Kokkos::subview(r.indices, Kokkos::ALL, 0), Kokkos::subview(r.sq_distances, Kokkos::ALL, 0)};
+  detail::check_tree_space<Exec, Tree>("closest_point");
+  T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "closest_point", "QueryOptions::cutoff_radius");
+  auto const walk = detail::make_walk<Exec>(options, "closest_point");
+  auto q = detail::query_points<Exec, Tree>(exec, queries);
+  std::int64_t const m = std::int64_t(q.extent(0));
+  detail::ensure_extents(out.indices, "kdforge::closest::indices", m);
+  detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
+  using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
+  detail::run_knn(exec, tree, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order);
+}
+
+/// As above, into newly allocated results.
+template <class Exec, class Tree, class Queries>
+ClosestResultFor<Exec, Tree> closest_point(Exec const& exec, Tree const& tree, Queries const& queries,
+                                           QueryOptions const& options = {}) {
+  ClosestResultFor<Exec, Tree> res;
+  closest_point(exec, tree, queries, res, options);
+  return res;
 }
 
 /// Number of points within `radius` (inclusive) of each query, capped at
-/// options.max_neighbors when that is >= 0.
+/// options.max_neighbors when that is >= 0, written into `counts` (kept when
+/// it has extent M, replaced otherwise).
+template <class Exec, class Tree, class Queries>
+void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
+                  Kokkos::View<std::int64_t*, typename Exec::memory_space>& counts, RadiusOptions const& options = {}) {
+  using T = typename Tree::coordinate_type;
+  detail::check_tree_space<Exec, Tree>("radius_count");
+  T const sq_r = detail::checked_sq_radius<T>(radius, "radius_count", "radius");
+  KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_count", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
+  auto const walk = detail::make_walk<Exec>(options, "radius_count");
+  auto q = detail::query_points<Exec, Tree>(exec, queries);
+  std::int64_t const m = std::int64_t(q.extent(0));
+  detail::ensure_extents(counts, "kdforge::radius::counts", m);
+  if (m == 0) return;
+  detail::Region region("kdforge::radius_count");
+  Kokkos::View<char*, typename Exec::memory_space> workspace;
+  auto order = detail::processing_order(exec, tree, q, options.order, workspace);
+  Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                       detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), std::decay_t<decltype(counts)>>{
+                           tree, q, order, counts, sq_r, options.max_neighbors, walk});
+}
+
+/// As above, into a newly allocated View.
 template <class Exec, class Tree, class Queries>
 Kokkos::View<std::int64_t*, typename Exec::memory_space>
 radius_count(Exec const& exec, Tree const& tree, Queries const& queries, double radius, RadiusOptions const& options = {}) {
-  using T = typename Tree::coordinate_type;
-  using MS = typename Exec::memory_space;
-  static_assert(std::is_same<MS, typename Tree::memory_space>::value,
-                "kdforge::radius_count: the tree lives in another memory space than the execution space's");
-  T const sq_r = detail::checked_sq_radius<T>(radius, "radius_count", "radius");
-  KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_count", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
-  auto q = detail::query_points<Exec, Tree>(exec, queries);
-  std::int64_t const m = std::int64_t(q.extent(0));
-  Kokkos::View<std::int64_t*, MS> counts(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::counts"), m);
-  auto order = detail::processing_order(exec, tree, q, options.order);
-  bool const sf = detail::use_stack_free<Exec>(options.traversal);
-  Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
-                           tree, q, order, counts, sq_r, options.max_neighbors, sf});
+  Kokkos::View<std::int64_t*, typename Exec::memory_space> counts;
+  radius_count(exec, tree, queries, radius, counts, options);
   return counts;
 }
 
 /// All points within `radius` (inclusive) of each query, in CSR form, built
 /// in two passes (count, then fill) so no buffer size is guessed. With
-/// max_neighbors >= 0 each row keeps the nearest ones only (sorted).
+/// max_neighbors >= 0 each row keeps the nearest ones only (sorted). Written
+/// into `out`: offsets is kept when it has extent M + 1, indices and
+/// sq_distances when their extent is the number of neighbours found; each is
+/// replaced otherwise. Returns with the results complete (the neighbour count
+/// is read back on the way).
 template <class Exec, class Tree, class Queries>
-auto radius_search(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
-                   RadiusOptions const& options = {}) {
+void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
+                   RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options = {}) {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   using MS = typename Exec::memory_space;
+  detail::check_tree_space<Exec, Tree>("radius_search");
   T const sq_r = detail::checked_sq_radius<T>(radius, "radius_search", "radius");
   KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_search", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
   KDFORGE_REQUIRE(options.max_neighbors <= std::int64_t(1) << 30, "radius_search", "RadiusOptions::max_neighbors too large");
   KDFORGE_REQUIRE(options.buffer_size >= 0 && options.buffer_size <= std::int64_t(1) << 20, "radius_search",
                   "RadiusOptions::buffer_size must be in [0, 2^20] (got ", options.buffer_size, ")");
+  auto const walk = detail::make_walk<Exec>(options, "radius_search");
+  detail::Region region("kdforge::radius_search");
   auto q = detail::query_points<Exec, Tree>(exec, queries);
   std::int64_t const m = std::int64_t(q.extent(0));
-  auto order = detail::processing_order(exec, tree, q, options.order);
-  bool const sf = detail::use_stack_free<Exec>(options.traversal);
+  Kokkos::View<char*, MS> workspace;
+  auto order = detail::processing_order(exec, tree, q, options.order, workspace);
 
-  using Result = RadiusResult<MS, T, Index>;
-  Result res;
-  res.offsets = decltype(res.offsets)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::offsets"), m + 1);
+  using Result = RadiusResultFor<Exec, Tree>;
+  Result& res = out;
+  detail::ensure_extents(res.offsets, "kdforge::radius::offsets", m + 1);
   auto counts = Kokkos::subview(res.offsets, Kokkos::make_pair(std::int64_t(0), m));
   bool const buffered = options.buffer_size > 0 && options.max_neighbors < 0;
   // Scratch rows are indexed by processing position and stored slot-major
@@ -438,31 +568,39 @@ auto radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   // two traversals on the H100).
   Kokkos::View<Index**, Kokkos::LayoutLeft, MS> bidx;
   Kokkos::View<T**, Kokkos::LayoutLeft, MS> bdist;
-  if (buffered) {
+  if (m > 0 && buffered) {
     bidx = decltype(bidx)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
     bdist = decltype(bdist)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
     Kokkos::parallel_for("kdforge::radius::count_and_buffer", Kokkos::RangePolicy<Exec>(exec, 0, m),
                          detail::RadiusBufferFunctor<Tree, decltype(q), decltype(order), decltype(counts), decltype(bidx),
-                                                     decltype(bdist)>{tree, q, order, counts, bidx, bdist, sq_r, sf});
-  } else {
+                                                     decltype(bdist)>{tree, q, order, counts, bidx, bdist, sq_r, walk});
+  } else if (m > 0) {
     Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
                          detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
-                             tree, q, order, counts, sq_r, options.max_neighbors, sf});
+                             tree, q, order, counts, sq_r, options.max_neighbors, walk});
   }
   std::int64_t const total = backend::exclusive_scan(exec, counts, counts);
   Kokkos::deep_copy(exec, Kokkos::subview(res.offsets, m), total);
-  res.indices = decltype(res.indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::indices"), total);
-  res.sq_distances = decltype(res.sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::sq_distances"), total);
-  if (buffered) {
+  detail::ensure_extents(res.indices, "kdforge::radius::indices", total);
+  detail::ensure_extents(res.sq_distances, "kdforge::radius::sq_distances", total);
+  if (m > 0 && buffered) {
     Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
                          detail::RadiusCopyFunctor<Tree, decltype(q), decltype(order), Result, decltype(bidx), decltype(bdist)>{
-                             tree, q, order, res, bidx, bdist, sq_r, options.sort, sf});
-  } else {
+                             tree, q, order, res, bidx, bdist, sq_r, options.sort, walk});
+  } else if (m > 0) {
     Kokkos::parallel_for("kdforge::radius::fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
                          detail::RadiusFillFunctor<Tree, decltype(q), decltype(order), Result>{
-                             tree, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, sf});
+                             tree, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, walk});
   }
   exec.fence();
+}
+
+/// As above, into newly allocated results.
+template <class Exec, class Tree, class Queries>
+RadiusResultFor<Exec, Tree> radius_search(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
+                                          RadiusOptions const& options = {}) {
+  RadiusResultFor<Exec, Tree> res;
+  radius_search(exec, tree, queries, radius, res, options);
   return res;
 }
 

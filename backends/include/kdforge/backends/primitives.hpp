@@ -3,11 +3,13 @@
 // differs per target. Kernels call these functions only; overload resolution
 // on the execution-space type picks the implementation:
 //   Kokkos::Cuda             -> backends/cuda   (CUB)
-//   Kokkos::OpenMP, Threads  -> backends/tbb    (oneTBB; OpenMP's fork_join: backends/openmp)
+//   Kokkos::OpenMP           -> backends/openmp (OpenMP itself: see there why not oneTBB)
+//   Kokkos::Threads          -> backends/tbb    (oneTBB)
 //   any other host space     -> backends/serial (standard library)
 // All sorts are stable, so every backend produces the same permutation.
 #include <kdforge/error.hpp>
 #include <kdforge/kdforge_config.hpp>
+#include <kdforge/profiling.hpp>
 #include <kdforge/types.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -55,6 +57,7 @@ void sort_by_key(Exec const& exec, KeyView const& keys, ValueView const& values,
                   ") and values (", values.extent(0), ") differ in length");
   KDFORGE_REQUIRE(0 <= begin_bit && begin_bit <= end_bit && end_bit <= int(8 * sizeof(K)), "backend::sort_by_key",
                   "bit range [", begin_bit, ", ", end_bit, ") is not within the key");
+  kdforge::detail::Region region("kdforge::backend::sort_by_key");
   detail::sort_by_key_impl(exec, keys.data(), values.data(), keys.extent(0), begin_bit, end_bit);
 }
 
@@ -82,6 +85,7 @@ void sort_by_key_async(Exec const& exec, KeyView const& keys, ValueView const& v
                   ") and values (", values.extent(0), ") differ in length");
   KDFORGE_REQUIRE(0 <= begin_bit && begin_bit <= end_bit && end_bit <= int(8 * sizeof(K)), "backend::sort_by_key_async",
                   "bit range [", begin_bit, ", ", end_bit, ") is not within the key");
+  kdforge::detail::Region region("kdforge::backend::sort_by_key_async");
   detail::sort_by_key_async_impl(exec, keys.data(), values.data(), keys.extent(0), begin_bit, end_bit, workspace);
 }
 
@@ -101,6 +105,7 @@ void segmented_sort_by_key(Exec const& exec, KeyView const& keys, ValueView cons
   KDFORGE_REQUIRE(offsets.extent(0) >= 1, "backend::segmented_sort_by_key", "offsets needs at least one entry");
   KDFORGE_REQUIRE(0 <= begin_bit && begin_bit <= end_bit && end_bit <= int(8 * sizeof(K)),
                   "backend::segmented_sort_by_key", "bit range [", begin_bit, ", ", end_bit, ") is not within the key");
+  kdforge::detail::Region region("kdforge::backend::segmented_sort_by_key");
   detail::segmented_sort_by_key_impl(exec, keys.data(), values.data(), keys.extent(0), offsets.data(),
                                      offsets.extent(0) - 1, begin_bit, end_bit);
 }
@@ -116,6 +121,7 @@ typename OutView::value_type exclusive_scan(Exec const& exec, InView const& in, 
   detail::check_view<Exec>(in, "exclusive_scan: in");
   detail::check_view<Exec>(out, "exclusive_scan: out");
   KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan", "in and out differ in length");
+  kdforge::detail::Region region("kdforge::backend::exclusive_scan");
   return detail::exclusive_scan_impl(exec, in.data(), out.data(), in.extent(0));
 }
 
@@ -142,6 +148,7 @@ void exclusive_scan_async(Exec const& exec, InView const& in, OutView const& out
   detail::check_view<Exec>(in, "exclusive_scan_async: in");
   detail::check_view<Exec>(out, "exclusive_scan_async: out");
   KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan_async", "in and out differ in length");
+  kdforge::detail::Region region("kdforge::backend::exclusive_scan_async");
   detail::exclusive_scan_async_impl(exec, in.data(), out.data(), in.extent(0), workspace);
 }
 
@@ -160,6 +167,7 @@ void fork_join(Exec const& exec, F const& f, G const& g) {
 template <class Exec, class PointView>
 auto bounding_box(Exec const& exec, PointView const& points) {
   detail::check_view<Exec>(points, "bounding_box: points");
+  kdforge::detail::Region region("kdforge::backend::bounding_box");
   return detail::bounding_box_impl(exec, points.data(), points.extent(0));
 }
 

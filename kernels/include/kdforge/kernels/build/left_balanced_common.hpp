@@ -53,6 +53,7 @@ Kokkos::View<Index**, Kokkos::LayoutRight, typename Exec::memory_space>
 presort_dimensions(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_space> const& pts) {
   using MS = typename Exec::memory_space;
   using Key = std::conditional_t<std::is_same<T, float>::value, std::uint32_t, std::uint64_t>;
+  kdforge::detail::Region region("kdforge::build::presort");
   Index const n = Index(pts.extent(0));
   Kokkos::View<Index**, Kokkos::LayoutRight, MS> perm(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::presort::perm"), D, n);
   Kokkos::View<Key*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::presort::keys"), n);
