@@ -90,15 +90,7 @@ template <class T>
 T exclusive_scan_impl(Kokkos::OpenMP const& exec, T const* in, T* out, std::size_t n) {
   int const threads = exec.concurrency();
   std::size_t const nb = omp_num_blocks(n, threads);
-  if (nb <= 1) {
-    T sum = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      T const v = in[i]; // in may alias out
-      out[i] = sum;
-      sum += v;
-    }
-    return sum;
-  }
+  if (nb <= 1) return sequential_exclusive_scan(in, out, n);
   std::size_t const bs = (n + nb - 1) / nb;
   std::vector<T> partial(nb + 1, T(0));
   OmpBlocks const blocks{threads};

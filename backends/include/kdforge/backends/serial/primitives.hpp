@@ -28,13 +28,7 @@ void segmented_sort_by_key_impl(Exec const&, K* keys, V* vals, std::size_t /*n*/
 
 template <class Exec, class T>
 T exclusive_scan_impl(Exec const&, T const* in, T* out, std::size_t n) {
-  T sum = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    T const v = in[i]; // in may alias out
-    out[i] = sum;
-    sum += v;
-  }
-  return sum;
+  return sequential_exclusive_scan(in, out, n);
 }
 
 template <class Exec, class F, class G>

@@ -18,6 +18,19 @@ inline unsigned radix_digit(K key, int shift, K mask) {
   return static_cast<unsigned>((key >> shift) & mask);
 }
 
+/// out[i] = in[0] + ... + in[i-1] for i < n, one after the other (in may be
+/// out); returns the sum of all.
+template <class T>
+T sequential_exclusive_scan(T const* in, T* out, std::size_t n) {
+  T sum = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    T const v = in[i]; // in may alias out: read before the write
+    out[i] = sum;
+    sum += v;
+  }
+  return sum;
+}
+
 /// Runs f(b) for b in [0, nblocks) one after the other.
 struct SerialBlocks {
   template <class F>
