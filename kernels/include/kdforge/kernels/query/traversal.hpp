@@ -20,9 +20,12 @@
 // evaluations but costs most of its steps: 7/8 of the nodes of a tree are on
 // its bottom 3 levels, every step is a dependent load plus a dozen branches
 // (the GPU kernels are issue-bound), and a leaf costs a step down and one
-// up. A scan is a plain loop over a few runs of adjacent nodes. Exactness is untouched: a
-// bucket is only skipped when its plane test at the parent says nothing in
-// it can matter, as before. bucket_levels = 0 is the plain traversal.
+// up. Exactness is untouched: a bucket is only skipped when its plane test
+// at the parent says nothing in it can matter, as before. bucket_levels = 0
+// is the plain traversal. Measured with 1M points and queries (perf/NOTES.md,
+// session 4): kNN k = 8 2.22 -> 1.52 ms on an H100 (with the one-node loop
+// below); 226 ms with bucket_levels = 0 -> 130 ms on 16 Xeon cores (with
+// Morton-ordered queries).
 //
 // Both traversals visit nodes in the same order (given the same
 // bucket_levels), so unsorted radius results are the same whichever is used.
