@@ -188,7 +188,7 @@ TEST_CASE_TEMPLATE("kNN, closest point and radius search equal brute force", Exe
     auto queries = test::make_points<float, 3>(700, Distribution::uniform, 78);
     // some queries on data points (exact zero distances, ties)
     for (int i = 0; i < 100; ++i) queries[i] = pts[i * 37 % pts.size()];
-    for (auto tr : {Traversal::stack, Traversal::stack_free}) {
+    for (auto tr : {Traversal::stack, Traversal::stack_free, Traversal::trail}) {
       for (auto split : {SplitPolicy::round_robin, SplitPolicy::widest_dimension}) {
         BuildOptions o;
         o.split = split;
@@ -204,7 +204,8 @@ TEST_CASE_TEMPLATE("double precision, other dimensions and 64-bit indices", Exec
   {
     auto pts = test::make_points<double, 2>(3000, Distribution::clustered, 5);
     auto queries = test::make_points<double, 2>(300, Distribution::uniform, 6);
-    check_queries<Exec, double, 2, std::int64_t>(pts, queries, {}, Traversal::automatic, QueryOrder::automatic);
+    for (auto tr : {Traversal::automatic, Traversal::trail}) // trail: its 64-bit level mask
+      check_queries<Exec, double, 2, std::int64_t>(pts, queries, {}, tr, QueryOrder::automatic);
   }
   {
     auto pts = test::make_points<float, 4>(3000, Distribution::uniform, 7);
@@ -221,8 +222,8 @@ TEST_CASE_TEMPLATE("double precision, other dimensions and 64-bit indices", Exec
 }
 
 // Bucket levels change how the bottom of the tree is walked, never what is
-// found: every setting, with either traversal, gives the brute-force kNN rows
-// and radius sets, and for a given setting both traversals list unsorted
+// found: every setting, with every traversal, gives the brute-force kNN rows
+// and radius sets, and for a given setting all traversals list unsorted
 // radius rows in the same order. Sizes around powers of two put the bucket
 // level on full and on partly filled last levels; tiny trees are one bucket.
 TEST_CASE_TEMPLATE("bucket levels never change query results", Exec, KDFORGE_TEST_SPACES) {
@@ -245,9 +246,9 @@ TEST_CASE_TEMPLATE("bucket levels never change query results", Exec, KDFORGE_TES
       }
       for (int levels = 0; levels <= kernels::max_bucket_levels; ++levels) {
         CAPTURE(levels);
-        std::vector<std::int32_t> unsorted[2];
+        std::vector<std::int32_t> unsorted[3];
         int t = 0;
-        for (auto tr : {Traversal::stack, Traversal::stack_free}) {
+        for (auto tr : {Traversal::stack, Traversal::stack_free, Traversal::trail}) {
           QueryOptions qo;
           qo.traversal = tr;
           qo.bucket_levels = levels;
@@ -271,6 +272,7 @@ TEST_CASE_TEMPLATE("bucket levels never change query results", Exec, KDFORGE_TES
           ++t;
         }
         CHECK(unsorted[0] == unsorted[1]);
+        CHECK(unsorted[0] == unsorted[2]);
       }
     }
   }

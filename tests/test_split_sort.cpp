@@ -318,7 +318,7 @@ TEST_CASE_TEMPLATE("queries on split-and-sort trees equal brute force", Exec, KD
       auto queries = test::make_points<float, 3>(500, Distribution::uniform, 178);
       for (int i = 0; i < 100; ++i) queries[i] = pts[i * 37 % pts.size()];
       auto tree = build_split_sort(exec, to_device<Exec>(pts, "p"));
-      for (auto tr : {Traversal::stack, Traversal::stack_free})
+      for (auto tr : {Traversal::stack, Traversal::stack_free, Traversal::trail})
         test::check_all_queries(exec, tree, pts, queries, tr, QueryOrder::automatic);
     }
   }

@@ -98,8 +98,8 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                  ->check(positive)->group("Queries");
   app.add_option("--radius", o.radius, "radius ops: this radius instead (not squared)")
       ->check(positive)->excludes(nb)->default_str("from --neighbors")->group("Queries");
-  app.add_option("--traversal", o.traversal, "tree walk of queries: auto (stack-free on GPUs, stack on CPUs), stack, stack_free")
-      ->check(CLI::IsMember({"auto", "stack", "stack_free"}))->group("Queries");
+  app.add_option("--traversal", o.traversal, "tree walk of queries: auto (stack-free on GPUs, stack on CPUs), stack, stack_free, trail")
+      ->check(CLI::IsMember({"auto", "stack", "stack_free", "trail"}))->group("Queries");
 
   app.add_option("--results", o.results,
                  "query results: reuse (written into the previous repetition's Views: no allocation in the timed call, "

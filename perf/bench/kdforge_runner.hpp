@@ -350,6 +350,7 @@ void run_workload(Workload const& w, Sink& sink) {
   c.bo.split = o.split == "widest" ? kdforge::SplitPolicy::widest_dimension : kdforge::SplitPolicy::round_robin;
   kdforge::Traversal const tr = o.traversal == "stack"        ? kdforge::Traversal::stack
                                 : o.traversal == "stack_free" ? kdforge::Traversal::stack_free
+                                : o.traversal == "trail"      ? kdforge::Traversal::trail
                                                               : kdforge::Traversal::automatic;
   c.qo.traversal = tr;
   c.ro.traversal = tr;

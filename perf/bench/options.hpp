@@ -21,7 +21,7 @@ enum Exit : int { exit_ok = 0, exit_wrong_results = 1, exit_usage = 2, exit_runt
 struct Options {
   std::vector<std::string> builders;      ///< resolved from --builder (never "all")
   std::string split = "round_robin";      ///< round_robin | widest
-  std::string traversal = "auto";         ///< auto | stack | stack_free
+  std::string traversal = "auto";         ///< auto | stack | stack_free | trail
   std::string order = "auto";             ///< auto | as_given | morton
   std::vector<std::int64_t> ns{100000};   ///< --n; with --points: prefixes of the file (empty = all)
   std::int64_t m = -1;                    ///< --m; -1: as many queries as points (or the file's count)

@@ -50,7 +50,7 @@ constexpr bool runs_on_gpu() {
 
 /// How the queries of one call walk the tree.
 struct Walk {
-  bool stack_free;
+  Traversal traversal; // never automatic
   int bucket_levels;
 };
 
@@ -70,14 +70,17 @@ Walk make_walk(Options const& o, char const* where) {
   KDFORGE_REQUIRE(o.bucket_levels >= -1 && o.bucket_levels <= kernels::max_bucket_levels, where,
                   "bucket_levels must be -1 (automatic) or in [0, ", kernels::max_bucket_levels, "] (got ",
                   o.bucket_levels, ")");
-  bool const sf = o.traversal == Traversal::automatic ? runs_on_gpu<Exec>() : o.traversal == Traversal::stack_free;
-  return {sf, o.bucket_levels < 0 ? default_bucket_levels<Exec>() : o.bucket_levels};
+  Traversal const t = o.traversal != Traversal::automatic ? o.traversal
+                      : runs_on_gpu<Exec>()                 ? Traversal::stack_free
+                                                            : Traversal::stack;
+  return {t, o.bucket_levels < 0 ? default_bucket_levels<Exec>() : o.bucket_levels};
 }
 
 template <class Tree, class Visitor>
 KOKKOS_FORCEINLINE_FUNCTION void traverse(Walk const& walk, Tree const& tree, typename Tree::point_type const& q,
                                           Visitor& v) {
-  if (walk.stack_free) kernels::traverse_stack_free(tree, q, v, walk.bucket_levels);
+  if (walk.traversal == Traversal::trail) kernels::traverse_trail(tree, q, v, walk.bucket_levels);
+  else if (walk.traversal == Traversal::stack_free) kernels::traverse_stack_free(tree, q, v, walk.bucket_levels);
   else kernels::traverse_stack(tree, q, v, walk.bucket_levels);
 }
 

@@ -18,6 +18,19 @@ KOKKOS_FORCEINLINE_FUNCTION int clz64(std::uint64_t x) {
 #endif
 }
 
+/// Number of leading zero bits of a 32-bit value (32 for 0).
+KOKKOS_FORCEINLINE_FUNCTION int clz32(std::uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return __clz(static_cast<int>(x));
+#else
+  return x == 0 ? 32 : __builtin_clz(x);
+#endif
+}
+
+/// Position of the highest set bit of x != 0 (32- or 64-bit).
+KOKKOS_FORCEINLINE_FUNCTION int highest_bit(std::uint32_t x) { return 31 - clz32(x); }
+KOKKOS_FORCEINLINE_FUNCTION int highest_bit(std::uint64_t x) { return 63 - clz64(x); }
+
 /// level(i) = floor(log2(i + 1))                        (section 2)
 KOKKOS_FORCEINLINE_FUNCTION int level(std::int64_t i) { return 63 - clz64(std::uint64_t(i) + 1); }
 /// L = numLevels(N) = 32 - clz(N) (64-bit form)          (revision 3)

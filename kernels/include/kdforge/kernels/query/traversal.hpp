@@ -11,8 +11,11 @@
 //             traversal"): the previous node alone tells whether we came down
 //             from the parent or up from the close/far child; parent/child
 //             arithmetic replaces the stack (no local memory on GPUs).
+// trail:      pending far children as one bit per level in a register;
+//             a finished path jumps straight to the deepest pending one
+//             (traverse_trail below).
 //
-// Bucket levels (both traversals): the bottom `bucket_levels` levels are
+// Bucket levels (all traversals): the bottom `bucket_levels` levels are
 // not traversed but scanned. A node on level L - bucket_levels (L levels in
 // all) is a bucket: reaching it visits its whole sub-tree (at most
 // 2^bucket_levels - 1 nodes) in level order, without plane tests, and goes
@@ -27,7 +30,7 @@
 // below); 226 ms with bucket_levels = 0 -> 130 ms on 16 Xeon cores (with
 // Morton-ordered queries).
 //
-// Both traversals visit nodes in the same order (given the same
+// All traversals visit nodes in the same order (given the same
 // bucket_levels), so unsorted radius results are the same whichever is used.
 // They never step into a child that does not exist. A visitor provides
 //   T bound() const            squared radius beyond which nothing matters
@@ -39,6 +42,9 @@
 #include <kdforge/types.hpp>
 
 #include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <type_traits>
 
 namespace kdforge::kernels {
 
@@ -207,6 +213,89 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
     prev = curr;
     curr = next;
     u = next;
+  }
+}
+
+/// Depth-first like the others, with the pending far children kept as one
+/// bit per level in a register instead of on a stack, and no climbing back
+/// up. Bit l set: the far child of the current path's level-l node may still
+/// matter (its plane was within the bound when the node was visited). When a
+/// path ends (a bucket scanned, or no close child), the deepest pending bit
+/// names the next node: the level-l ancestor of the current node is
+/// ((curr + 1) >> (level - l)) - 1, its plane is tested again against the
+/// (tighter) bound, and its far child becomes the new current node. The
+/// stack-free walk spends one loop iteration per level on the way back up,
+/// including the final climb to the root that every query makes; here a
+/// level with nothing pending costs nothing, one that was pending but is now
+/// beyond the bound one reload of its node (usually in L1: the queries of a
+/// warp share their upper ancestors). Same visiting order and same pruning
+/// tests at the same moments as the other two walks, hence the same visited
+/// nodes and the same unsorted radius rows. A related bit-trail restart
+/// scheme for BVHs: Laine, "Restart trail for stackless BVH traversal", HPG
+/// 2010.
+template <class Tree, class Visitor>
+KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
+                                    int bucket_levels) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  // < 2^31 node slots have at most 31 levels; 64-bit indices, 63
+  using Mask = std::conditional_t<sizeof(Index) <= 4, std::uint32_t, std::uint64_t>;
+  Index const n = tree.node_count();
+  if (n == 0) return;
+  int const lb = bucket_level(n, bucket_levels);
+  Mask pending = 0;
+  Index curr = 0; // the tree node we are at; in a bucket, the bucket's root
+  int level = 0;  // curr's level
+  Index u = 0;    // the node this iteration visits: curr, or in a bucket its node
+  int bj = 0;     // in a bucket: u's depth below curr
+  Index bt = 0;   //              and its place on that depth
+  while (true) {
+    bool const scanning = level == lb;
+    bool const exists = !scanning || tree.has_node(u);
+    typename Tree::node_type p{};
+    if (exists) {
+      p = tree.load(u);
+      visitor.visit(p.index, sq_distance(q, p));
+      if (visitor.done()) return;
+    }
+    if (scanning) {
+      if (++bt == (Index(1) << bj)) {
+        bt = 0;
+        ++bj;
+      }
+      u = ((curr + 1) << bj) - 1 + bt;
+      if (bj < bucket_levels && u < n) continue; // the bucket's next node
+      bj = 0;
+      bt = 0;
+    } else {
+      int const dim = tree.split_dim(curr, level);
+      T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
+      Index const close = diff < 0 ? 2 * curr + 1 : 2 * curr + 2;
+      Index const far = diff < 0 ? 2 * curr + 2 : 2 * curr + 1;
+      if (diff * diff <= visitor.bound() && node_exists(tree, far)) pending |= Mask(1) << level;
+      if (node_exists(tree, close)) {
+        curr = close;
+        u = close;
+        ++level;
+        continue;
+      }
+    }
+    // the path ends: on to the deepest far child still within the bound
+    while (true) {
+      if (pending == 0) return;
+      int const l = lb::highest_bit(pending);
+      pending &= ~(Mask(1) << l);
+      Index const a = ((curr + 1) >> (level - l)) - 1;
+      auto const pa = tree.load(a);
+      int const dim = tree.split_dim(a, l);
+      T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(pa, dim);
+      if (diff * diff <= visitor.bound()) {
+        curr = diff < 0 ? 2 * a + 2 : 2 * a + 1;
+        u = curr;
+        level = l + 1;
+        break;
+      }
+    }
   }
 }
 
