@@ -76,11 +76,11 @@ KOKKOS_FORCEINLINE_FUNCTION bool scan_bucket(Tree const& tree, typename Tree::po
                                              typename Tree::index_type s, int levels) {
   using Index = typename Tree::index_type;
   constexpr int unrolled = 3;
-#pragma unroll
+  KDFORGE_UNROLL
   for (int j = 0; j < unrolled; ++j) {
     if (j >= levels) return false;
     Index const first = ((s + 1) << j) - 1; // leftmost descendant j levels down
-#pragma unroll
+    KDFORGE_UNROLL
     for (int t = 0; t < (1 << j); ++t) {
       Index const u = first + t;
       if (node_exists(tree, u)) {
@@ -132,8 +132,9 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
       if (visitor.done()) return;
       int const dim = tree.split_dim(node, level);
       T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
-      Index const close = diff < 0 ? 2 * node + 1 : 2 * node + 2;
-      Index const far = diff < 0 ? 2 * node + 2 : 2 * node + 1;
+      Index const right = diff < 0 ? 0 : 1; // arithmetic, not a branch, on CPUs
+      Index const close = 2 * node + 1 + right;
+      Index const far = 2 * node + 2 - right;
       ++level;
       if (node_exists(tree, far)) stack[top++] = Entry{far, level, diff * diff};
       if (!node_exists(tree, close)) break;
