@@ -71,6 +71,20 @@ void check_all_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, 
   auto ru = radius_search(exec, tree, dq, 0.1, ro);
   auto uoff = to_host(ru.offsets);
   auto ui = to_host(ru.indices);
+  // The automatic method above (CPUs: one traversal appending rows to
+  // per-chunk buffers) against count-then-fill, sorted and not: identical.
+  ro.buffer_size = 0;
+  {
+    auto r2 = radius_search(exec, tree, dq, 0.1, ro);
+    CHECK(to_host(r2.offsets) == uoff);
+    CHECK(to_host(r2.indices) == ui);
+    ro.sort = true;
+    auto r2s = radius_search(exec, tree, dq, 0.1, ro);
+    CHECK(to_host(r2s.offsets) == off);
+    CHECK(to_host(r2s.indices) == ri);
+    CHECK(to_host(r2s.sq_distances) == rd);
+    ro.sort = false;
+  }
   // One traversal with scratch rows: a median-sized scratch makes about half
   // the rows fit (copied) and the others overflow (traversed again); both
   // must give exactly the two-pass results, sorted or not.

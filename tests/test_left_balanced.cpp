@@ -428,7 +428,7 @@ TEST_CASE_TEMPLATE("adversarial inputs get clear answers", Exec, KDFORGE_TEST_SP
     qo.cutoff_radius = -2;
     CHECK_THROWS_AS(closest_point(exec, tree, q, qo), kdforge::Error);
     RadiusOptions ro;
-    ro.buffer_size = -1;
+    ro.buffer_size = -2;
     CHECK_THROWS_AS(radius_search(exec, tree, q, 0.1, ro), kdforge::Error);
     ro.buffer_size = std::int64_t(1) << 21;
     CHECK_THROWS_AS(radius_search(exec, tree, q, 0.1, ro), kdforge::Error);

@@ -109,8 +109,9 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                  "bottom tree levels the queries scan instead of traverse (QueryOptions::bucket_levels; -1: kdforge's "
                  "default for the target, 0: plain traversal)")->check(CLI::Range(-1, 4))->group("Queries");
   app.add_option("--radius-buffer", o.radius_buffer,
-                 "radius op: scratch slots per query for a single-traversal search (RadiusOptions::buffer_size; 0: "
-                 "count, then fill)")->check(CLI::Range(std::int64_t(0), std::int64_t(1) << 20))->group("Queries");
+                 "radius op: how rows are found (RadiusOptions::buffer_size; -1: automatic, one traversal appending "
+                 "to per-chunk buffers on CPUs, count then fill on GPUs; 0: count, then fill; > 0: scratch slots per "
+                 "query for a single traversal)")->check(CLI::Range(std::int64_t(-1), std::int64_t(1) << 20))->group("Queries");
   app.add_option("--order", o.order, "processing order of the queries: auto (kdforge's default), as_given, morton")
       ->check(CLI::IsMember({"auto", "as_given", "morton"}))->group("Queries");
   app.add_option("--reps", o.reps, "timed repetitions of every phase")->check(CLI::Range(1, 100000))->group("Measurement");

@@ -30,7 +30,7 @@ struct Options {
   std::vector<int> ks{8};
   double neighbors = 8;                   ///< target mean neighbour count of the radius ops
   double radius = -1;                     ///< --radius; < 0: derived from `neighbors`
-  std::int64_t radius_buffer = 0;         ///< RadiusOptions::buffer_size of the radius op
+  std::int64_t radius_buffer = -1;        ///< RadiusOptions::buffer_size of the radius op (-1: automatic)
   std::string results = "reuse";          ///< reuse | fresh: query results written into the previous ones, or allocated per call
   int bucket_levels = -1;                 ///< Query/RadiusOptions::bucket_levels (-1: kdforge's default)
   std::string dist = "uniform";           ///< uniform | clustered | sphere | duplicates

@@ -71,13 +71,19 @@ struct RadiusOptions {
   bool sort = false;
   /// At most this many neighbours per query, the nearest ones; -1: no limit.
   std::int64_t max_neighbors = -1;
-  /// radius_search without max_neighbors: per-query scratch slots that let
-  /// one traversal both count and record the neighbours. Rows with at most
-  /// this many neighbours are then copied into the CSR arrays; only longer
-  /// rows are traversed again. 0: count first, then fill (two traversals,
-  /// no scratch). Costs M x buffer_size x (sizeof(index) + sizeof(coordinate))
-  /// bytes while the search runs. The results are the same either way.
-  std::int64_t buffer_size = 0;
+  /// How radius_search without max_neighbors finds its rows (the results
+  /// are the same either way, unsorted rows included):
+  /// -1 (automatic): one traversal on CPUs, whose chunks of queries append
+  ///    their rows to growing host buffers that are then copied into the CSR
+  ///    arrays (extra memory: about the size of the results); count, then
+  ///    fill (0) on GPUs.
+  /// 0: count first, then fill (two traversals, no scratch).
+  /// > 0: per-query scratch slots that let one traversal both count and
+  ///    record the neighbours. Rows with at most this many neighbours are
+  ///    then copied into the CSR arrays; only longer rows are traversed
+  ///    again. Costs M x buffer_size x (sizeof(index) + sizeof(coordinate))
+  ///    bytes while the search runs.
+  std::int64_t buffer_size = -1;
   Traversal traversal = Traversal::automatic;
   QueryOrder order = QueryOrder::automatic;
   int bucket_levels = automatic_bucket_levels; ///< as QueryOptions::bucket_levels

@@ -15,10 +15,12 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace kdforge {
 
@@ -373,6 +375,86 @@ struct RadiusCopyFunctor {
   }
 };
 
+/// Records every point within the radius, in traversal order, at the end
+/// of a host buffer. Host execution spaces only; the device pass of a GPU
+/// compiler sees an empty visit (the traversals are host-and-device code).
+template <class Tree>
+struct AppendVisitor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  std::vector<Neighbor<T, Index>>* out;
+  T sq_r;
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+    if (d2 <= sq_r) out->push_back({d2, index});
+#else
+    (void)index;
+    (void)d2;
+#endif
+  }
+};
+
+/// CPUs: radius_search in one traversal. Chunk c of the processing order
+/// appends its rows, one after the other, to its own buffer (*rows)[c] and
+/// writes each query's count; after the scan of the counts, CopyRowsFunctor
+/// moves every row to its CSR place. The GPU alternatives (count then fill,
+/// or fixed per-query scratch) traverse twice or spend M x slots of memory;
+/// here the extra memory is the results' size and each thread's appends stay
+/// in its own cache. 2 cores, 1M x 1M, ~8 neighbours (perf/NOTES.md,
+/// session 5): 451-490 ms appended, 694-794 count then fill, 488-521 with
+/// 16 scratch slots per query (128 MB of scratch).
+template <class Tree, class QV, class OV, class Counts>
+struct RadiusAppendFunctor {
+  using T = typename Tree::coordinate_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Counts counts;
+  T sq_r;
+  Walk walk;
+  std::int64_t m, chunk;
+  std::vector<std::vector<Neighbor<T, typename Tree::index_type>>>* rows;
+  void operator()(std::int64_t c) const {
+    auto& out = (*rows)[c];
+    std::int64_t const end = (c + 1) * chunk < m ? (c + 1) * chunk : m;
+    for (std::int64_t i = c * chunk; i < end; ++i) {
+      std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+      std::size_t const before = out.size();
+      AppendVisitor<Tree> v{&out, sq_r};
+      traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
+      counts(qi) = std::int64_t(out.size() - before);
+    }
+  }
+};
+
+template <class OV, class Result, class N>
+struct CopyRowsFunctor {
+  OV order;
+  Result res;
+  bool sort;
+  std::int64_t m, chunk;
+  std::vector<std::vector<N>>* rows;
+  void operator()(std::int64_t c) const {
+    auto& in = (*rows)[c];
+    std::size_t pos = 0;
+    std::int64_t const end = (c + 1) * chunk < m ? (c + 1) * chunk : m;
+    for (std::int64_t i = c * chunk; i < end; ++i) {
+      std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+      std::int64_t const b = res.offsets(qi);
+      int const len = int(res.offsets(qi + 1) - b);
+      for (int j = 0; j < len; ++j) {
+        res.indices(b + j) = in[pos + j].index;
+        res.sq_distances(b + j) = in[pos + j].sq_dist;
+      }
+      pos += std::size_t(len);
+      if (sort) sort_csr_row(res, b, len);
+    }
+    std::vector<N>().swap(in); // give the memory back as soon as the chunk is copied
+  }
+};
+
 } // namespace detail
 
 namespace detail {
@@ -551,8 +633,8 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   T const sq_r = detail::checked_sq_radius<T>(radius, "radius_search", "radius");
   KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_search", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
   KDFORGE_REQUIRE(options.max_neighbors <= std::int64_t(1) << 30, "radius_search", "RadiusOptions::max_neighbors too large");
-  KDFORGE_REQUIRE(options.buffer_size >= 0 && options.buffer_size <= std::int64_t(1) << 20, "radius_search",
-                  "RadiusOptions::buffer_size must be in [0, 2^20] (got ", options.buffer_size, ")");
+  KDFORGE_REQUIRE(options.buffer_size >= -1 && options.buffer_size <= std::int64_t(1) << 20, "radius_search",
+                  "RadiusOptions::buffer_size must be -1 (automatic) or in [0, 2^20] (got ", options.buffer_size, ")");
   auto const walk = detail::make_walk<Exec>(options, "radius_search");
   detail::Region region("kdforge::radius_search");
   auto q = detail::query_points<Exec, Tree>(exec, queries);
@@ -565,13 +647,30 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   detail::ensure_extents(res.offsets, "kdforge::radius::offsets", m + 1);
   auto counts = Kokkos::subview(res.offsets, Kokkos::make_pair(std::int64_t(0), m));
   bool const buffered = options.buffer_size > 0 && options.max_neighbors < 0;
+  bool const appended = !detail::runs_on_gpu<Exec>() && options.buffer_size < 0 && options.max_neighbors < 0;
+  using N = Neighbor<T, Index>;
+  std::vector<std::vector<N>> rows; // appended: one buffer per chunk of queries
+  // chunks: ~16 per thread for balance, each large enough to amortise its buffer
+  std::int64_t const chunk = std::max<std::int64_t>(256, m / (16 * std::int64_t(exec.concurrency())) + 1);
+  std::int64_t const n_chunks = m > 0 ? (m + chunk - 1) / chunk : 0;
+  using ChunkPolicy = Kokkos::RangePolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
   // Scratch rows are indexed by processing position and stored slot-major
   // (LayoutLeft): slot j of a warp's 32 queries is one contiguous run, so
   // their writes and reads coalesce (row-major scratch measured slower than
   // two traversals on the H100).
   Kokkos::View<Index**, Kokkos::LayoutLeft, MS> bidx;
   Kokkos::View<T**, Kokkos::LayoutLeft, MS> bdist;
-  if (m > 0 && buffered) {
+  if constexpr (!detail::runs_on_gpu<Exec>()) {
+    if (m > 0 && appended) {
+      rows.resize(std::size_t(n_chunks));
+      Kokkos::parallel_for("kdforge::radius::count_and_append", ChunkPolicy(exec, 0, n_chunks),
+                           detail::RadiusAppendFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
+                               tree, q, order, counts, sq_r, walk, m, chunk, &rows});
+      exec.fence();
+    }
+  }
+  if (appended) {
+  } else if (m > 0 && buffered) {
     bidx = decltype(bidx)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
     bdist = decltype(bdist)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
     Kokkos::parallel_for("kdforge::radius::count_and_buffer", Kokkos::RangePolicy<Exec>(exec, 0, m),
@@ -586,7 +685,14 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   Kokkos::deep_copy(exec, Kokkos::subview(res.offsets, m), total);
   detail::ensure_extents(res.indices, "kdforge::radius::indices", total);
   detail::ensure_extents(res.sq_distances, "kdforge::radius::sq_distances", total);
-  if (m > 0 && buffered) {
+  if constexpr (!detail::runs_on_gpu<Exec>()) {
+    if (m > 0 && appended) {
+      Kokkos::parallel_for("kdforge::radius::copy_rows", ChunkPolicy(exec, 0, n_chunks),
+                           detail::CopyRowsFunctor<decltype(order), Result, N>{order, res, options.sort, m, chunk, &rows});
+    }
+  }
+  if (appended) {
+  } else if (m > 0 && buffered) {
     Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
                          detail::RadiusCopyFunctor<Tree, decltype(q), decltype(order), Result, decltype(bidx), decltype(bdist)>{
                              tree, q, order, res, bidx, bdist, sq_r, options.sort, walk});
