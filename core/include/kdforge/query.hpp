@@ -670,6 +670,7 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
     }
   }
   if (appended) {
+    // counted and recorded above
   } else if (m > 0 && buffered) {
     bidx = decltype(bidx)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
     bdist = decltype(bdist)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
@@ -692,6 +693,7 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
     }
   }
   if (appended) {
+    // copied above
   } else if (m > 0 && buffered) {
     Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
                          detail::RadiusCopyFunctor<Tree, decltype(q), decltype(order), Result, decltype(bidx), decltype(bdist)>{
