@@ -149,6 +149,27 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
   }
 }
 
+/// Where a one-node-per-iteration walk is inside a bucket: the visited
+/// node's depth below the bucket's root and its place on that depth.
+template <class Index>
+struct BucketCursor {
+  int depth = 0;
+  Index place = 0;
+  /// Moves u to the bucket's next node in level order and returns true, or
+  /// returns false (and resets) when the node just visited was its last.
+  KOKKOS_FORCEINLINE_FUNCTION bool next(Index root, int levels, Index n, Index& u) {
+    if (++place == (Index(1) << depth)) {
+      place = 0;
+      ++depth;
+    }
+    u = ((root + 1) << depth) - 1 + place;
+    if (depth < levels && u < n) return true;
+    depth = 0;
+    place = 0;
+    return false;
+  }
+};
+
 /// One loop, one node per iteration. An iteration loads a node, computes
 /// its distance, shows it to the visitor, and moves on: in the tree part,
 /// into a child or back to the parent (the previous node tells which way we
@@ -173,8 +194,7 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
   Index curr = 0;  // the tree node we are at; in a bucket, the bucket's root
   int level = 0;   // curr's level
   Index u = 0;     // the node this iteration visits: curr, or in a bucket its node
-  int bj = 0;      // in a bucket: u's depth below curr
-  Index bt = 0;    //              and its place on that depth
+  BucketCursor<Index> bucket;
   while (true) {
     bool const scanning = level == lb;
     bool const exists = !scanning || tree.has_node(u);
@@ -188,14 +208,7 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
     Index const parent = (curr + 1) / 2 - 1;
     Index next = parent;
     if (scanning) {
-      if (++bt == (Index(1) << bj)) {
-        bt = 0;
-        ++bj;
-      }
-      u = ((curr + 1) << bj) - 1 + bt;
-      if (bj < bucket_levels && u < n) continue; // the bucket's next node
-      bj = 0;
-      bt = 0;
+      if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
     } else {
       int const dim = tree.split_dim(curr, level);
       T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
@@ -248,8 +261,7 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
   Index curr = 0; // the tree node we are at; in a bucket, the bucket's root
   int level = 0;  // curr's level
   Index u = 0;    // the node this iteration visits: curr, or in a bucket its node
-  int bj = 0;     // in a bucket: u's depth below curr
-  Index bt = 0;   //              and its place on that depth
+  BucketCursor<Index> bucket;
   while (true) {
     bool const scanning = level == lb;
     bool const exists = !scanning || tree.has_node(u);
@@ -260,14 +272,7 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
       if (visitor.done()) return;
     }
     if (scanning) {
-      if (++bt == (Index(1) << bj)) {
-        bt = 0;
-        ++bj;
-      }
-      u = ((curr + 1) << bj) - 1 + bt;
-      if (bj < bucket_levels && u < n) continue; // the bucket's next node
-      bj = 0;
-      bt = 0;
+      if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
     } else {
       int const dim = tree.split_dim(curr, level);
       T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
