@@ -278,6 +278,84 @@ TEST_CASE_TEMPLATE("bucket levels never change query results", Exec, KDFORGE_TES
   }
 }
 
+namespace walk_order { // not anonymous: nvcc then calls fixed_bound unreferenced
+// Records the caller's indices of the nodes a walk visits, in order. Its
+// bound shrinks like a kNN's (the 4th smallest distance seen so far) or is a
+// fixed radius; Fixed declares the latter to the trail walk, which then ends
+// paths without re-testing planes. Fixed = false with a fixed radius makes
+// the trail walk take its re-testing path for a radius search.
+template <bool Fixed>
+struct RecordingVisitor {
+  static constexpr bool fixed_bound = Fixed;
+  bool shrinking;
+  float sq_r;
+  std::vector<std::int32_t> order{};
+  float best[4] = {detail::infinity<float>(), detail::infinity<float>(), detail::infinity<float>(),
+                   detail::infinity<float>()};
+  // host and device functions like the walks that call them (GPU compilers
+  // compile those for both); only ever run on the host
+  KOKKOS_FUNCTION float bound() const { return shrinking ? best[3] : sq_r; }
+  KOKKOS_FUNCTION bool done() const { return false; }
+  KOKKOS_FUNCTION void visit(std::int32_t i, float d2) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+    order.push_back(i);
+#else
+    (void)i;
+#endif
+    for (int j = 3; j >= 0 && d2 < best[j]; --j) {
+      if (j < 3) best[j + 1] = best[j];
+      best[j] = d2;
+    }
+  }
+};
+} // namespace walk_order
+using walk_order::RecordingVisitor;
+
+// The claim behind "all walks find the same unsorted radius rows": for the
+// same bucket levels, stack, stack-free and trail visit the same nodes in the
+// same order, with a shrinking bound and with a fixed one (trail: with and
+// without its fixed-bound shortcut). Checked directly on the host, node by
+// node, for sizes whose last level is full, nearly empty and in between,
+// and trees whose planes are degenerate (duplicates, a line).
+TEST_CASE("every walk visits the same nodes in the same order") {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  static_assert(kernels::has_fixed_bound<RecordingVisitor<true>>::value);
+  static_assert(!kernels::has_fixed_bound<RecordingVisitor<false>>::value);
+  Host exec;
+  for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(7), std::size_t(8),
+                        std::size_t(100), std::size_t(1000), std::size_t(1025)}) {
+    for (auto dist : {Distribution::uniform, Distribution::duplicates, Distribution::line}) {
+      CAPTURE(n);
+      CAPTURE(int(dist));
+      auto pts = test::make_points<float, 3>(n, dist, 700 + n);
+      auto queries = test::make_points<float, 3>(40, Distribution::uniform, 800 + n);
+      queries[0] = pts[0];
+      auto tree = build_left_balanced(exec, to_device<Host>(pts, "p"));
+      for (int levels = 0; levels <= kernels::max_bucket_levels; ++levels) {
+        for (bool shrinking : {true, false}) {
+          CAPTURE(levels);
+          CAPTURE(shrinking);
+          for (auto const& q : queries) {
+            float const sq_r = 0.2f * 0.2f;
+            RecordingVisitor<false> st{shrinking, sq_r}, sf{shrinking, sq_r}, tr{shrinking, sq_r};
+            RecordingVisitor<true> trf{shrinking, sq_r};
+            kernels::traverse_stack(tree, q, st, levels);
+            kernels::traverse_stack_free(tree, q, sf, levels);
+            kernels::traverse_trail(tree, q, tr, levels);
+            REQUIRE(!st.order.empty());
+            CHECK(sf.order == st.order);
+            CHECK(tr.order == st.order);
+            if (!shrinking) {
+              kernels::traverse_trail(tree, q, trf, levels);
+              CHECK(trf.order == st.order);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // The overloads that write into the caller's result Views: the same results
 // as the allocating calls, the caller's allocation kept when its extents fit
 // (a time loop allocates nothing) and replaced when they do not.

@@ -98,7 +98,7 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                  ->check(positive)->group("Queries");
   app.add_option("--radius", o.radius, "radius ops: this radius instead (not squared)")
       ->check(positive)->excludes(nb)->default_str("from --neighbors")->group("Queries");
-  app.add_option("--traversal", o.traversal, "tree walk of queries: auto (stack-free on GPUs, stack on CPUs), stack, stack_free, trail")
+  app.add_option("--traversal", o.traversal, "tree walk of queries: auto (trail on GPUs, stack on CPUs), stack, stack_free, trail")
       ->check(CLI::IsMember({"auto", "stack", "stack_free", "trail"}))->group("Queries");
 
   app.add_option("--results", o.results,

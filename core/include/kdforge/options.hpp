@@ -34,7 +34,7 @@ struct BuildOptions {
 
 /// How a query walks the tree.
 enum class Traversal {
-  automatic,  ///< the faster one measured for the target (stack-free on GPUs, stack on CPUs)
+  automatic,  ///< the faster one measured for the target (trail on GPUs, stack on CPUs)
   stack,      ///< depth-first with a small per-thread stack of far children
   stack_free, ///< parent/child arithmetic only (Wald's stack-free traversal)
   trail,      ///< stack-free too: pending far children as one bit per level, no climbing back up

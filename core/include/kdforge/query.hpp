@@ -61,7 +61,9 @@ struct Walk {
 /// one-node-per-iteration stack-free walk: 2 beats 3 by 5-9% (kNN k = 8
 /// 1.52 vs 1.59 ms, closest 0.76 vs 0.84, radius 2.09 vs 2.20), 4 is
 /// slower. 16 Xeon cores with the stack walk: 3 beats 2 by 7-25% (kNN k = 8
-/// 130 vs 140 ms, closest 49 vs 57, radius 155 vs 195).
+/// 130 vs 140 ms, closest 49 vs 57, radius 155 vs 195). With the trail walk
+/// (session 6, H100) 2 is still the best or equal: kNN k = 8 1.58 / 1.49 /
+/// 1.55 ms, closest 0.72 / 0.71 / 0.77, radius 1.63 / 1.61 / 1.70 for 1 / 2 / 3.
 template <class Exec>
 constexpr int default_bucket_levels() {
   return runs_on_gpu<Exec>() ? 2 : 3;
@@ -72,8 +74,13 @@ Walk make_walk(Options const& o, char const* where) {
   KDFORGE_REQUIRE(o.bucket_levels >= -1 && o.bucket_levels <= kernels::max_bucket_levels, where,
                   "bucket_levels must be -1 (automatic) or in [0, ", kernels::max_bucket_levels, "] (got ",
                   o.bucket_levels, ")");
+  // Measured, 1M x 1M (perf/NOTES.md, session 6). H100, trail vs stack-free
+  // in the same run: kNN k = 1 0.69-0.71 vs 0.76 ms, k = 8 1.50 vs 1.59,
+  // k = 16 2.56 vs 2.89, closest 0.65-0.73 vs 0.76, radius count 0.67-0.74
+  // vs 1.09, radius CSR 1.57-1.63 vs 2.24. 16 Xeon cores, kNN k = 8: stack
+  // 119 ms, stack-free 165, trail 180.
   Traversal const t = o.traversal != Traversal::automatic ? o.traversal
-                      : runs_on_gpu<Exec>()                 ? Traversal::stack_free
+                      : runs_on_gpu<Exec>()                 ? Traversal::trail
                                                             : Traversal::stack;
   return {t, o.bucket_levels < 0 ? default_bucket_levels<Exec>() : o.bucket_levels};
 }
@@ -228,6 +235,7 @@ struct CountVisitor {
   T sq_r;
   std::int64_t cap; // < 0: none
   std::int64_t count = 0;
+  static constexpr bool fixed_bound = true; // see kernels::traverse_trail
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return cap >= 0 && count >= cap; }
   KOKKOS_FORCEINLINE_FUNCTION void visit(Index, T d2) { count += d2 <= sq_r ? 1 : 0; }
@@ -259,6 +267,7 @@ struct FillVisitor {
   Dist dist;
   T sq_r;
   std::int64_t pos;
+  static constexpr bool fixed_bound = true; // see kernels::traverse_trail
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
   KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
@@ -312,6 +321,7 @@ struct BufferVisitor {
   T sq_r;
   std::int64_t row, cap;
   std::int64_t count = 0;
+  static constexpr bool fixed_bound = true; // see kernels::traverse_trail
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
   KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
@@ -384,6 +394,7 @@ struct AppendVisitor {
   using Index = typename Tree::index_type;
   std::vector<Neighbor<T, Index>>* out;
   T sq_r;
+  static constexpr bool fixed_bound = true; // see kernels::traverse_trail
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
   KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {

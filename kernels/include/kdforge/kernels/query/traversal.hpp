@@ -230,23 +230,42 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
   }
 }
 
+/// Whether a visitor's bound() never changes during a traversal (radius
+/// visitors declare `static constexpr bool fixed_bound = true`); kNN-like
+/// visitors, whose bound shrinks, leave it out.
+template <class Visitor, class = void>
+struct has_fixed_bound : std::false_type {};
+template <class Visitor>
+struct has_fixed_bound<Visitor, std::enable_if_t<Visitor::fixed_bound>> : std::true_type {};
+
 /// Depth-first like the others, with the pending far children kept as one
 /// bit per level in a register instead of on a stack, and no climbing back
 /// up. Bit l set: the far child of the current path's level-l node may still
 /// matter (its plane was within the bound when the node was visited). When a
 /// path ends (a bucket scanned, or no close child), the deepest pending bit
-/// names the next node: the level-l ancestor of the current node is
-/// ((curr + 1) >> (level - l)) - 1, its plane is tested again against the
-/// (tighter) bound, and its far child becomes the new current node. The
-/// stack-free walk spends one loop iteration per level on the way back up,
+/// names the next node: the path's level-l node is the ancestor
+/// ((curr + 1) >> (level - l)) - 1 of the current one.
+///
+/// With a bound that shrinks (kNN), the ancestor's plane must be tested again
+/// before its far child is entered: a "pop" iteration reloads the ancestor
+/// (usually an L1 hit: the queries of a warp share their upper ancestors),
+/// tests its plane, and either moves to its far child or leaves the next
+/// pop to the next iteration. Pops are iterations of the one loop, like
+/// steps and bucket nodes, so the lanes of a GPU warp that pop share the
+/// load and plane test with the lanes that step, instead of waiting while
+/// a few lanes run an inner pop loop (ncu, kNN k = 8, H100: 8.7 of 32 lanes
+/// active with an inner loop, 11-13 with pops as iterations). With a fixed
+/// bound (radius visitors) the test would pass again, so a path's end goes
+/// straight to the far child (one more bit per level says which side it is
+/// on) without loading anything.
+///
+/// The stack-free walk spends one iteration per level on the way back up,
 /// including the final climb to the root that every query makes; here a
-/// level with nothing pending costs nothing, one that was pending but is now
-/// beyond the bound one reload of its node (usually in L1: the queries of a
-/// warp share their upper ancestors). Same visiting order and same pruning
-/// tests at the same moments as the other two walks, hence the same visited
-/// nodes and the same unsorted radius rows. A related bit-trail restart
-/// scheme for BVHs: Laine, "Restart trail for stackless BVH traversal", HPG
-/// 2010.
+/// level with nothing pending costs nothing. Same visiting order and same
+/// pruning tests at the same moments as the other two walks, hence the same
+/// visited nodes and the same unsorted radius rows. A related bit-trail
+/// restart scheme for BVHs: Laine, "Restart trail for stackless BVH
+/// traversal", HPG 2010.
 template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
                                     int bucket_levels) {
@@ -254,31 +273,56 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
   using Index = typename Tree::index_type;
   // < 2^31 node slots have at most 31 levels; 64-bit indices, 63
   using Mask = std::conditional_t<sizeof(Index) <= 4, std::uint32_t, std::uint64_t>;
+  constexpr bool fixed = has_fixed_bound<Visitor>::value;
   Index const n = tree.node_count();
   if (n == 0) return;
   int const lb = bucket_level(n, bucket_levels);
   Mask pending = 0;
-  Index curr = 0; // the tree node we are at; in a bucket, the bucket's root
-  int level = 0;  // curr's level
-  Index u = 0;    // the node this iteration visits: curr, or in a bucket its node
+  Mask far_right = 0;   // fixed bounds: bit l set when level l's pending far child is a right child
+  Index curr = 0;       // the tree node we are at; in a bucket, the bucket's root
+  int level = 0;        // curr's level
+  Index u = 0;          // the node this iteration visits: curr, or in a bucket its node
+  bool popping = false; // shrinking bounds: this iteration re-tests the deepest pending plane
   BucketCursor<Index> bucket;
   while (true) {
-    bool const scanning = level == lb;
-    bool const exists = !scanning || tree.has_node(u);
+    Index v = u; // the node loaded: u, or the popped ancestor
+    int vl = level;
+    if (!fixed && popping) {
+      if (pending == 0) return;
+      vl = lb::highest_bit(pending);
+      pending &= ~(Mask(1) << vl);
+      v = ((curr + 1) >> (level - vl)) - 1;
+    }
+    bool const visiting = fixed || !popping;
+    bool const scanning = visiting && level == lb;
+    bool const exists = !scanning || tree.has_node(v);
     typename Tree::node_type p{};
-    if (exists) {
-      p = tree.load(u);
+    if (exists) p = tree.load(v);
+    if (exists && visiting) {
       visitor.visit(p.index, sq_distance(q, p));
       if (visitor.done()) return;
     }
     if (scanning) {
       if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
     } else {
-      int const dim = tree.split_dim(curr, level);
+      int const dim = tree.split_dim(v, vl);
       T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
-      Index const close = diff < 0 ? 2 * curr + 1 : 2 * curr + 2;
-      Index const far = diff < 0 ? 2 * curr + 2 : 2 * curr + 1;
-      if (diff * diff <= visitor.bound() && node_exists(tree, far)) pending |= Mask(1) << level;
+      bool const within = diff * diff <= visitor.bound();
+      Index const close = diff < 0 ? 2 * v + 1 : 2 * v + 2;
+      Index const far = diff < 0 ? 2 * v + 2 : 2 * v + 1;
+      if (!visiting) { // a pop: into the far child, or on to the next pop
+        if (within) {
+          curr = far;
+          u = far;
+          level = vl + 1;
+          popping = false;
+        }
+        continue;
+      }
+      if (within && node_exists(tree, far)) {
+        pending |= Mask(1) << level;
+        if (fixed && diff < 0) far_right |= Mask(1) << level;
+      }
       if (node_exists(tree, close)) {
         curr = close;
         u = close;
@@ -286,21 +330,19 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
         continue;
       }
     }
-    // the path ends: on to the deepest far child still within the bound
-    while (true) {
+    // the path ends
+    if constexpr (fixed) { // the deepest pending far child is next, untested
       if (pending == 0) return;
       int const l = lb::highest_bit(pending);
-      pending &= ~(Mask(1) << l);
-      Index const a = ((curr + 1) >> (level - l)) - 1;
-      auto const pa = tree.load(a);
-      int const dim = tree.split_dim(a, l);
-      T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(pa, dim);
-      if (diff * diff <= visitor.bound()) {
-        curr = diff < 0 ? 2 * a + 2 : 2 * a + 1;
-        u = curr;
-        level = l + 1;
-        break;
-      }
+      Mask const bit = Mask(1) << l;
+      Index const a = ((curr + 1) >> (level - l)) - 1; // the path's level-l node
+      curr = 2 * a + ((far_right & bit) ? 2 : 1);
+      pending &= ~bit;
+      far_right &= ~bit;
+      u = curr;
+      level = l + 1;
+    } else {
+      popping = true;
     }
   }
 }
