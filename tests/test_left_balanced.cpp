@@ -6,6 +6,7 @@
 
 #include <kdforge/kdforge.hpp>
 
+#include <algorithm>
 #include <map>
 
 using namespace kdforge;
@@ -290,6 +291,7 @@ struct RecordingVisitor {
   bool shrinking;
   float sq_r;
   std::vector<std::int32_t> order{};
+  std::vector<std::int32_t> hits{}; // the visits that matter: within the bound when visited
   float best[4] = {detail::infinity<float>(), detail::infinity<float>(), detail::infinity<float>(),
                    detail::infinity<float>()};
   // host and device functions like the walks that call them (GPU compilers
@@ -299,6 +301,7 @@ struct RecordingVisitor {
   KOKKOS_FUNCTION void visit(std::int32_t i, float d2) {
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
     order.push_back(i);
+    if (shrinking ? d2 < best[3] : d2 <= sq_r) hits.push_back(i);
 #else
     (void)i;
 #endif
@@ -312,16 +315,20 @@ struct RecordingVisitor {
 using walk_order::RecordingVisitor;
 
 // The claim behind "all walks find the same unsorted radius rows": for the
-// same bucket levels, stack, stack-free and trail visit the same nodes in the
-// same order, with a shrinking bound and with a fixed one (trail: with and
-// without its fixed-bound shortcut). Checked directly on the host, node by
-// node, for sizes whose last level is full, nearly empty and in between,
-// and trees whose planes are degenerate (duplicates, a line).
+// same bucket levels, stack-free and trail visit the same nodes in the same
+// order, with a shrinking bound and with a fixed one (trail: with and without
+// its fixed-bound shortcut); the stack walk, which prunes with the distance
+// to a far child's whole cell instead of its plane, visits a subsequence of
+// them, with the same visits that matter (within the bound), in the same
+// order. Checked directly on the host, node by node, for sizes whose last
+// level is full, nearly empty and in between, and trees whose planes are
+// degenerate (duplicates, a line).
 TEST_CASE("every walk visits the same nodes in the same order") {
   using Host = Kokkos::DefaultHostExecutionSpace;
   static_assert(kernels::has_fixed_bound<RecordingVisitor<true>>::value);
   static_assert(!kernels::has_fixed_bound<RecordingVisitor<false>>::value);
   Host exec;
+  std::size_t pruned = 0; // visits the stack walk's cell distances save
   for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(7), std::size_t(8),
                         std::size_t(100), std::size_t(1000), std::size_t(1025)}) {
     for (auto dist : {Distribution::uniform, Distribution::duplicates, Distribution::line}) {
@@ -343,17 +350,24 @@ TEST_CASE("every walk visits the same nodes in the same order") {
             kernels::traverse_stack_free(tree, q, sf, levels);
             kernels::traverse_trail(tree, q, tr, levels);
             REQUIRE(!st.order.empty());
-            CHECK(sf.order == st.order);
-            CHECK(tr.order == st.order);
+            if (shrinking) REQUIRE(!sf.hits.empty()); // the first visit always matters
+            CHECK(tr.order == sf.order);
             if (!shrinking) {
               kernels::traverse_trail(tree, q, trf, levels);
-              CHECK(trf.order == st.order);
+              CHECK(trf.order == sf.order);
             }
+            CHECK(st.hits == sf.hits);
+            std::size_t matched = 0; // st.order is a subsequence of sf.order
+            for (std::size_t j = 0; j < sf.order.size() && matched < st.order.size(); ++j)
+              matched += sf.order[j] == st.order[matched] ? 1 : 0;
+            CHECK(matched == st.order.size());
+            if (n >= 1000 && levels == 0) pruned += sf.order.size() - st.order.size();
           }
         }
       }
     }
   }
+  CHECK(pruned > 0);
 }
 
 // The overloads that write into the caller's result Views: the same results
@@ -381,33 +395,103 @@ TEST_CASE_TEMPLATE("queries write into the caller's result Views", Exec, KDFORGE
   };
   RadiusOptions ro;
   ro.sort = true;
-  for (auto const& q : {q1, q1, q2}) {
-    auto* const kept_idx = kr.indices.data();
-    bool const same_size = kr.indices.extent(0) == q.extent(0);
-    knn(exec, tree, q, 7, kr);
-    closest_point(exec, tree, q, cr);
-    radius_count(exec, tree, q, 0.08, counts, ro);
-    radius_search(exec, tree, q, 0.08, rr, ro);
-    exec.fence();
-    CHECK(kr.indices.extent(0) == q.extent(0));
-    CHECK(kr.indices.extent(1) == 7);
-    CHECK((kr.indices.data() == kept_idx) == same_size);
-    auto fresh = knn(exec, tree, q, 7);
-    CHECK(flat(fresh.indices) == flat(kr.indices));
-    CHECK(flat(fresh.sq_distances) == flat(kr.sq_distances));
-    auto c = closest_point(exec, tree, q);
-    CHECK(to_host(c.indices) == to_host(cr.indices));
-    CHECK(to_host(c.sq_distances) == to_host(cr.sq_distances));
-    auto all = flat(fresh.indices);
-    std::vector<std::int32_t> col;
-    for (std::size_t i = 0; i < all.size(); i += 7) col.push_back(all[i]);
-    CHECK(col == to_host(cr.indices)); // closest point is kNN's first column
-    CHECK(to_host(radius_count(exec, tree, q, 0.08, ro)) == to_host(counts));
-    auto r = radius_search(exec, tree, q, 0.08, ro);
-    CHECK(to_host(r.offsets) == to_host(rr.offsets));
-    CHECK(to_host(r.indices) == to_host(rr.indices));
-    CHECK(to_host(r.sq_distances) == to_host(rr.sq_distances));
+  // with and without one workspace for all calls; q3 (8192 < M) sorts by 16
+  // Morton bits where the others take 8, and grows the workspace
+  auto q3 = to_device<Exec>(test::make_points<float, 3>(9000, Distribution::clustered, 34), "q3");
+  QueryWorkspace<typename Exec::memory_space> ws;
+  CHECK(ws.bytes() == 0);
+  for (bool use_ws : {false, true}) {
+    CAPTURE(use_ws);
+    for (auto const& q : {q1, q1, q3, q2}) {
+      auto* const kept_idx = kr.indices.data();
+      bool const same_size = kr.indices.extent(0) == q.extent(0);
+      if (use_ws) {
+        knn(exec, tree, q, 7, kr, {}, ws);
+        closest_point(exec, tree, q, cr, {}, ws);
+        radius_count(exec, tree, q, 0.08, counts, ro, ws);
+        radius_search(exec, tree, q, 0.08, rr, ro, ws);
+        CHECK(ws.bytes() >= q.extent(0) * (sizeof(std::uint32_t) + sizeof(std::int32_t))); // codes and order
+      } else {
+        knn(exec, tree, q, 7, kr);
+        closest_point(exec, tree, q, cr);
+        radius_count(exec, tree, q, 0.08, counts, ro);
+        radius_search(exec, tree, q, 0.08, rr, ro);
+      }
+      exec.fence();
+      CHECK(kr.indices.extent(0) == q.extent(0));
+      CHECK(kr.indices.extent(1) == 7);
+      CHECK((kr.indices.data() == kept_idx) == same_size);
+      auto fresh = knn(exec, tree, q, 7);
+      CHECK(flat(fresh.indices) == flat(kr.indices));
+      CHECK(flat(fresh.sq_distances) == flat(kr.sq_distances));
+      auto c = closest_point(exec, tree, q);
+      CHECK(to_host(c.indices) == to_host(cr.indices));
+      CHECK(to_host(c.sq_distances) == to_host(cr.sq_distances));
+      auto all = flat(fresh.indices);
+      std::vector<std::int32_t> col;
+      for (std::size_t i = 0; i < all.size(); i += 7) col.push_back(all[i]);
+      CHECK(col == to_host(cr.indices)); // closest point is kNN's first column
+      CHECK(to_host(radius_count(exec, tree, q, 0.08, ro)) == to_host(counts));
+      auto r = radius_search(exec, tree, q, 0.08, ro);
+      CHECK(to_host(r.offsets) == to_host(rr.offsets));
+      CHECK(to_host(r.indices) == to_host(rr.indices));
+      CHECK(to_host(r.sq_distances) == to_host(rr.sq_distances));
+      CHECK(to_host(r.offsets).back() == std::int64_t(to_host(r.indices).size()));
+    }
   }
+  std::size_t const held = ws.bytes();
+  knn(exec, tree, q2, 7, kr, {}, ws); // smaller: nothing reallocated
+  exec.fence();
+  CHECK(ws.bytes() == held);
+  ws.release();
+  CHECK(ws.bytes() == 0);
+}
+
+TEST_CASE_TEMPLATE("the processing order sorts by just enough Morton bits", Exec, KDFORGE_TEST_SPACES) {
+  constexpr int key = kernels::morton_key_bits<3>();
+  CHECK(key == 30);
+  for (std::int64_t m : {std::int64_t(0), std::int64_t(2), std::int64_t(8192), std::int64_t(8193),
+                         std::int64_t(1) << 20, std::int64_t(10000000), std::int64_t(1) << 40}) {
+    CAPTURE(m);
+    int const bits = kernels::morton_sort_bits<3>(m);
+    CHECK(bits <= key);
+    CHECK((bits % 8 == 0 || bits == key));
+    if (bits < key) CHECK(m <= (std::int64_t(32) << bits));   // cells of <= 32 queries on average
+    if (bits > 8) CHECK(m > (std::int64_t(32) << (bits - 8))); // and one pass fewer would not do
+  }
+  CHECK(kernels::morton_sort_bits<3>(std::int64_t(1) << 20) == 16);
+  CHECK(kernels::morton_sort_bits<3>(std::int64_t(1) << 40) == key);
+  CHECK(kernels::morton_sort_bits<16>(std::int64_t(1) << 40) == 32); // two bits per dimension, no remainder
+
+  // The order itself: a permutation whose top `bits` code bits never decrease,
+  // and as given (stable) among queries that share them.
+  Exec exec;
+  using MS = typename Exec::memory_space;
+  auto hq = test::make_points<float, 3>(20000, Distribution::uniform, 35);
+  hq[7] = hq[19000]; // equal codes: the stable sort keeps 7 before 19000
+  auto q = to_device<Exec>(hq, "q");
+  Box<float, 3> box = Box<float, 3>::empty();
+  for (auto const& p : hq) box.extend(p);
+  Kokkos::View<std::uint32_t*, MS> codes;
+  Kokkos::View<char*, MS> order_bytes, scratch;
+  auto order = to_host(kernels::morton_order<Exec, float, 3, std::int32_t>(exec, q, box, codes, order_bytes, scratch));
+  int const bits = kernels::morton_sort_bits<3>(20000);
+  REQUIRE(bits == 16);
+  REQUIRE(order.size() == hq.size());
+  std::vector<int> seen(hq.size(), 0);
+  std::uint32_t prev = 0;
+  std::int32_t prev_index = -1;
+  for (auto const i : order) {
+    REQUIRE(i >= 0);
+    REQUIRE(std::size_t(i) < hq.size());
+    ++seen[std::size_t(i)];
+    std::uint32_t const cell = kernels::morton_code(hq[std::size_t(i)], box) >> (key - bits);
+    REQUIRE(cell >= prev);
+    if (cell == prev) REQUIRE(i > prev_index);
+    prev = cell;
+    prev_index = i;
+  }
+  CHECK(std::count(seen.begin(), seen.end(), 1) == std::int64_t(hq.size()));
 }
 
 TEST_CASE_TEMPLATE("identical query results on every backend", Exec, KDFORGE_TEST_SPACES) {

@@ -102,8 +102,9 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
       ->check(CLI::IsMember({"auto", "stack", "stack_free", "trail"}))->group("Queries");
 
   app.add_option("--results", o.results,
-                 "query results: reuse (written into the previous repetition's Views: no allocation in the timed call, "
-                 "like the nanoflann baseline's preallocated arrays) or fresh (allocated by every call, timed)")
+                 "query results: reuse (written into the previous repetition's Views, with one kdforge::QueryWorkspace for "
+                 "the scratch: no allocation in the timed call, like the nanoflann baseline's preallocated arrays) or "
+                 "fresh (results and scratch allocated by every call, timed)")
       ->check(CLI::IsMember({"reuse", "fresh"}))->group("Queries");
   app.add_option("--bucket-levels", o.bucket_levels,
                  "bottom tree levels the queries scan instead of traverse (QueryOptions::bucket_levels; -1: kdforge's "

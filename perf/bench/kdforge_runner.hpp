@@ -185,12 +185,13 @@ void run_queries(Case<T, D>& c, Tree const& tree, std::string const& builder) {
       row.k = k;
       decltype(kdforge::knn(Exec{}, tree, c.qs, k, c.qo)) res;
       bool const reuse = o.results == "reuse";
+      kdforge::QueryWorkspace<MS> ws; // reused with the results
       decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices)) hi;
       decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.sq_distances)) hd;
       time_query(
           o, row, [&] { hi = {}, hd = {}; if (!reuse) res = {}; },
           [&] {
-            if (reuse) kdforge::knn(Exec{}, tree, c.qs, k, res, c.qo);
+            if (reuse) kdforge::knn(Exec{}, tree, c.qs, k, res, c.qo, ws);
             else res = kdforge::knn(Exec{}, tree, c.qs, k, c.qo);
           },
           [&] {
@@ -208,12 +209,13 @@ void run_queries(Case<T, D>& c, Tree const& tree, std::string const& builder) {
     Row row = base("closest");
     decltype(kdforge::closest_point(Exec{}, tree, c.qs, c.qo)) res;
     bool const reuse = o.results == "reuse";
+    kdforge::QueryWorkspace<MS> ws; // reused with the results
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices)) hi;
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.sq_distances)) hd;
     time_query(
         o, row, [&] { hi = {}, hd = {}; if (!reuse) res = {}; },
         [&] {
-          if (reuse) kdforge::closest_point(Exec{}, tree, c.qs, res, c.qo);
+          if (reuse) kdforge::closest_point(Exec{}, tree, c.qs, res, c.qo, ws);
           else res = kdforge::closest_point(Exec{}, tree, c.qs, c.qo);
         },
         [&] {
@@ -230,11 +232,12 @@ void run_queries(Case<T, D>& c, Tree const& tree, std::string const& builder) {
     Row row = base("radius_count");
     decltype(kdforge::radius_count(Exec{}, tree, c.qs, c.w.radius, c.ro)) counts;
     bool const reuse = o.results == "reuse";
+    kdforge::QueryWorkspace<MS> ws; // reused with the results
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, counts)) hc;
     time_query(
         o, row, [&] { hc = {}; if (!reuse) counts = {}; },
         [&] {
-          if (reuse) kdforge::radius_count(Exec{}, tree, c.qs, c.w.radius, counts, c.ro);
+          if (reuse) kdforge::radius_count(Exec{}, tree, c.qs, c.w.radius, counts, c.ro, ws);
           else counts = kdforge::radius_count(Exec{}, tree, c.qs, c.w.radius, c.ro);
         },
         [&] { hc = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, counts); });
@@ -249,13 +252,14 @@ void run_queries(Case<T, D>& c, Tree const& tree, std::string const& builder) {
     Row row = base("radius");
     decltype(kdforge::radius_search(Exec{}, tree, c.qs, c.w.radius, c.ro)) res;
     bool const reuse = o.results == "reuse";
+    kdforge::QueryWorkspace<MS> ws; // reused with the results
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.offsets)) ho;
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.indices)) hi;
     decltype(Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, res.sq_distances)) hd;
     time_query(
         o, row, [&] { ho = {}, hi = {}, hd = {}; if (!reuse) res = {}; },
         [&] {
-          if (reuse) kdforge::radius_search(Exec{}, tree, c.qs, c.w.radius, res, c.ro);
+          if (reuse) kdforge::radius_search(Exec{}, tree, c.qs, c.w.radius, res, c.ro, ws);
           else res = kdforge::radius_search(Exec{}, tree, c.qs, c.w.radius, c.ro);
         },
         [&] {

@@ -188,7 +188,7 @@ auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries,
   using Result = KnnResult<MS, T, Index>;
   Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
              decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
-  Kokkos::View<char*, MS> workspace; // the order's sort scratch, kept until the kernels are queued
+  QueryWorkspace<MS> workspace; // the processing order, kept until the kernels are queued
   auto order = detail::processing_order(exec, tree, q, options.order, workspace);
   bool const local = options.queue_capacity <= 32;
   if (k <= 8) {

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -41,6 +42,37 @@ struct RadiusResult {
   Kokkos::View<std::int64_t*, MemorySpace> offsets; ///< M + 1; row q is [offsets(q), offsets(q+1))
   Kokkos::View<Index*, MemorySpace> indices;
   Kokkos::View<T*, MemorySpace> sq_distances;
+};
+
+/// Scratch memory of batched queries: the processing order (Morton codes,
+/// the order and its radix sort's buffers) and the radius search's scan.
+/// Without one, every call allocates and frees these (on an H100, each
+/// allocation and free of device memory costs tens of microseconds, and a
+/// free waits for the device); a workspace passed to the calls of a loop
+/// keeps them, grown to the largest call so far, so the loop allocates
+/// nothing once the result Views are kept too. Use a workspace with one
+/// execution space instance (calls on one instance run in order; calls on
+/// two instances at once would share the scratch). Movable, not copyable.
+template <class MemorySpace>
+class QueryWorkspace {
+ public:
+  QueryWorkspace() = default;
+  QueryWorkspace(QueryWorkspace const&) = delete;
+  QueryWorkspace& operator=(QueryWorkspace const&) = delete;
+  QueryWorkspace(QueryWorkspace&&) = default;
+  QueryWorkspace& operator=(QueryWorkspace&&) = default;
+
+  /// Bytes held now.
+  std::size_t bytes() const {
+    return codes.span() * sizeof(std::uint32_t) + order_bytes.span() + scratch.span();
+  }
+  /// Frees everything (the next call allocates again).
+  void release() { *this = QueryWorkspace(); }
+
+  // kdforge's own: read and grown by the query functions
+  Kokkos::View<std::uint32_t*, MemorySpace> codes;
+  Kokkos::View<char*, MemorySpace> order_bytes;
+  Kokkos::View<char*, MemorySpace> scratch;
 };
 
 namespace detail {
@@ -107,19 +139,19 @@ auto query_points(Exec const& exec, Queries const& queries) {
   else return to_points(exec, queries, "kdforge::query::points");
 }
 
-/// The order in which the queries are processed (empty: as given). Keep
-/// `workspace` alive until the kernels that read the order are queued.
+/// The order in which the queries are processed (empty: as given), in
+/// `ws`, which must stay untouched until the kernels that read it have run.
 template <class Exec, class Tree, class QV>
-Kokkos::View<typename Tree::index_type*, typename Exec::memory_space>
+Kokkos::View<typename Tree::index_type*, typename Exec::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
 processing_order(Exec const& exec, Tree const& tree, QV const& q, QueryOrder order,
-                 Kokkos::View<char*, typename Exec::memory_space>& workspace) {
+                 QueryWorkspace<typename Exec::memory_space>& ws) {
   // Morton order on every target (automatic): on the 16-core host kNN k = 8
   // took 130 ms instead of 160 once the sort ran on all cores.
   bool const sort = order == QueryOrder::morton || order == QueryOrder::automatic;
   if (!sort || q.extent(0) < 2 || tree.size() == 0) return {};
   Region region("kdforge::query::morton_order");
   return kernels::morton_order<Exec, typename Tree::coordinate_type, Tree::dimension, typename Tree::index_type>(
-      exec, q, tree.bounds(), workspace);
+      exec, q, tree.bounds(), ws.codes, ws.order_bytes, ws.scratch);
 }
 
 template <class T>
@@ -504,12 +536,12 @@ struct is_column_result<ColumnResult<IV, DV>> : std::true_type {};
 
 template <class Exec, class Tree, class QV, class Result>
 void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
-             typename Tree::coordinate_type sq_cutoff, Walk const& walk, QueryOrder order_option) {
+             typename Tree::coordinate_type sq_cutoff, Walk const& walk, QueryOrder order_option,
+             QueryWorkspace<typename Exec::memory_space>& ws) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
   Region region("kdforge::knn");
-  Kokkos::View<char*, typename Exec::memory_space> workspace;
-  auto order = processing_order(exec, tree, q, order_option, workspace);
+  auto order = processing_order(exec, tree, q, order_option, ws);
   Kokkos::RangePolicy<Exec> policy(exec, 0, m);
   using OV = decltype(order);
   constexpr bool column = is_column_result<Result>::value; // closest point: k = 1 only
@@ -541,12 +573,12 @@ using RadiusResultFor = RadiusResult<typename Exec::memory_space, typename Tree:
 /// The k nearest neighbours of each query (k >= 1), sorted by (squared
 /// distance, index), written into `out`. Slots beyond the number of points,
 /// or beyond options.cutoff_radius, are (-1, +inf). out's Views are kept
-/// when they already are M x k (so a loop of same-sized queries allocates
-/// nothing) and replaced otherwise. Asynchronous: fence `exec` before
-/// reading the results on the host.
+/// when they already are M x k and replaced otherwise; with the same
+/// `workspace` too, a loop of same-sized queries allocates nothing.
+/// Asynchronous: fence `exec` before reading the results on the host.
 template <class Exec, class Tree, class Queries>
 void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
-         QueryOptions const& options = {}) {
+         QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("knn");
   KDFORGE_REQUIRE(k >= 1, "knn", "k must be >= 1 (got ", k, ")");
@@ -556,7 +588,15 @@ void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnR
   std::int64_t const m = std::int64_t(q.extent(0));
   detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
   detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
-  detail::run_knn(exec, tree, q, k, out, sq_cutoff, walk, options.order);
+  detail::run_knn(exec, tree, q, k, out, sq_cutoff, walk, options.order, workspace);
+}
+
+/// As above, with scratch memory allocated for this call.
+template <class Exec, class Tree, class Queries>
+void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
+         QueryOptions const& options = {}) {
+  QueryWorkspace<typename Exec::memory_space> workspace;
+  knn(exec, tree, queries, k, out, options, workspace);
 }
 
 /// As above, into newly allocated results.
@@ -570,10 +610,10 @@ KnnResultFor<Exec, Tree> knn(Exec const& exec, Tree const& tree, Queries const& 
 
 /// The closest point of each query, or (-1, +inf) when the tree is empty or
 /// nothing lies within options.cutoff_radius, written into `out` (kept when
-/// its Views have extent M, replaced otherwise).
+/// its Views have extent M, replaced otherwise). `workspace`: as for knn.
 template <class Exec, class Tree, class Queries>
 void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, ClosestResultFor<Exec, Tree>& out,
-                   QueryOptions const& options = {}) {
+                   QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("closest_point");
   T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "closest_point", "QueryOptions::cutoff_radius");
@@ -583,7 +623,15 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
   detail::ensure_extents(out.indices, "kdforge::closest::indices", m);
   detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
   using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
-  detail::run_knn(exec, tree, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order);
+  detail::run_knn(exec, tree, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, workspace);
+}
+
+/// As above, with scratch memory allocated for this call.
+template <class Exec, class Tree, class Queries>
+void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, ClosestResultFor<Exec, Tree>& out,
+                   QueryOptions const& options = {}) {
+  QueryWorkspace<typename Exec::memory_space> workspace;
+  closest_point(exec, tree, queries, out, options, workspace);
 }
 
 /// As above, into newly allocated results.
@@ -597,10 +645,11 @@ ClosestResultFor<Exec, Tree> closest_point(Exec const& exec, Tree const& tree, Q
 
 /// Number of points within `radius` (inclusive) of each query, capped at
 /// options.max_neighbors when that is >= 0, written into `counts` (kept when
-/// it has extent M, replaced otherwise).
+/// it has extent M, replaced otherwise). `workspace`: as for knn.
 template <class Exec, class Tree, class Queries>
 void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
-                  Kokkos::View<std::int64_t*, typename Exec::memory_space>& counts, RadiusOptions const& options = {}) {
+                  Kokkos::View<std::int64_t*, typename Exec::memory_space>& counts, RadiusOptions const& options,
+                  QueryWorkspace<typename Exec::memory_space>& workspace) {
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("radius_count");
   T const sq_r = detail::checked_sq_radius<T>(radius, "radius_count", "radius");
@@ -611,11 +660,18 @@ void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, do
   detail::ensure_extents(counts, "kdforge::radius::counts", m);
   if (m == 0) return;
   detail::Region region("kdforge::radius_count");
-  Kokkos::View<char*, typename Exec::memory_space> workspace;
   auto order = detail::processing_order(exec, tree, q, options.order, workspace);
   Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), std::decay_t<decltype(counts)>>{
                            tree, q, order, counts, sq_r, options.max_neighbors, walk});
+}
+
+/// As above, with scratch memory allocated for this call.
+template <class Exec, class Tree, class Queries>
+void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
+                  Kokkos::View<std::int64_t*, typename Exec::memory_space>& counts, RadiusOptions const& options = {}) {
+  QueryWorkspace<typename Exec::memory_space> workspace;
+  radius_count(exec, tree, queries, radius, counts, options, workspace);
 }
 
 /// As above, into a newly allocated View.
@@ -633,10 +689,11 @@ radius_count(Exec const& exec, Tree const& tree, Queries const& queries, double 
 /// into `out`: offsets is kept when it has extent M + 1, indices and
 /// sq_distances when their extent is the number of neighbours found; each is
 /// replaced otherwise. Returns with the results complete (the neighbour count
-/// is read back on the way).
+/// is read back on the way). `workspace`: as for knn.
 template <class Exec, class Tree, class Queries>
 void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
-                   RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options = {}) {
+                   RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options,
+                   QueryWorkspace<typename Exec::memory_space>& workspace) {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   using MS = typename Exec::memory_space;
@@ -650,13 +707,18 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   detail::Region region("kdforge::radius_search");
   auto q = detail::query_points<Exec, Tree>(exec, queries);
   std::int64_t const m = std::int64_t(q.extent(0));
-  Kokkos::View<char*, MS> workspace;
   auto order = detail::processing_order(exec, tree, q, options.order, workspace);
 
   using Result = RadiusResultFor<Exec, Tree>;
   Result& res = out;
   detail::ensure_extents(res.offsets, "kdforge::radius::offsets", m + 1);
   auto counts = Kokkos::subview(res.offsets, Kokkos::make_pair(std::int64_t(0), m));
+  // The scan runs over all M + 1 offsets, the last one 0 before it: the
+  // total lands in offsets(M) on the device, and one read of it is the only
+  // wait (a scan that returns its total reads the input's last element first
+  // and waits for the counts, then again for the sum).
+  auto const last = Kokkos::subview(res.offsets, m);
+  Kokkos::deep_copy(exec, last, std::int64_t(0));
   bool const buffered = options.buffer_size > 0 && options.max_neighbors < 0;
   bool const appended = !detail::runs_on_gpu<Exec>() && options.buffer_size < 0 && options.max_neighbors < 0;
   using N = Neighbor<T, Index>;
@@ -693,8 +755,10 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
                          detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
                              tree, q, order, counts, sq_r, options.max_neighbors, walk});
   }
-  std::int64_t const total = backend::exclusive_scan(exec, counts, counts);
-  Kokkos::deep_copy(exec, Kokkos::subview(res.offsets, m), total);
+  backend::exclusive_scan_async(exec, res.offsets, res.offsets, workspace.scratch);
+  std::int64_t total = 0;
+  Kokkos::deep_copy(exec, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&total), last);
+  exec.fence();
   detail::ensure_extents(res.indices, "kdforge::radius::indices", total);
   detail::ensure_extents(res.sq_distances, "kdforge::radius::sq_distances", total);
   if constexpr (!detail::runs_on_gpu<Exec>()) {
@@ -715,6 +779,14 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
                              tree, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, walk});
   }
   exec.fence();
+}
+
+/// As above, with scratch memory allocated for this call.
+template <class Exec, class Tree, class Queries>
+void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
+                   RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options = {}) {
+  QueryWorkspace<typename Exec::memory_space> workspace;
+  radius_search(exec, tree, queries, radius, out, options, workspace);
 }
 
 /// As above, into newly allocated results.

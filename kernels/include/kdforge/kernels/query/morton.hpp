@@ -55,20 +55,46 @@ struct MortonCodes {
   }
 };
 
-/// order(i): the query to process i-th. Asynchronous: the sort's scratch
-/// lives in `workspace`, which the caller keeps until its own kernels that
-/// read the order are queued (freeing a View waits for the device).
+/// How many of the top bits of the D-dimensional codes the processing order
+/// sorts by, for m queries: the fewest whole radix passes (8 bits each, as
+/// CUB and the host radix sorts take them) that leave at most ~32 queries
+/// per cell of the coarser grid on average (m <= 32 * 2^bits), and never
+/// more than the code has. Inside a cell the queries keep their given order
+/// (the sort is stable); a cell is no larger than a GPU warp's share of
+/// space, so ordering it further buys no coherence: 1M queries need two
+/// passes instead of the four of a 30-bit key (each ~18 us on an H100).
+template <int D>
+inline int morton_sort_bits(std::int64_t m) {
+  int bits = 8;
+  while (bits < morton_key_bits<D>() && m > (std::int64_t(32) << bits)) bits += 8;
+  return bits < morton_key_bits<D>() ? bits : morton_key_bits<D>();
+}
+
+/// The processing order of m queries, in `order_bytes` (grown as needed):
+/// order(i) is the query to process i-th. `codes` and `scratch` (the sort's
+/// double buffers and temporary storage) grow as needed too. Asynchronous:
+/// the caller keeps the three Views alive, and does not reuse them on
+/// another instance, until its own kernels that read the order have run.
 template <class Exec, class T, int D, class Index>
-Kokkos::View<Index*, typename Exec::memory_space>
+Kokkos::View<Index*, typename Exec::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
 morton_order(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_space> const& queries,
-             Box<T, D> const& box, Kokkos::View<char*, typename Exec::memory_space>& workspace) {
+             Box<T, D> const& box, Kokkos::View<std::uint32_t*, typename Exec::memory_space>& codes,
+             Kokkos::View<char*, typename Exec::memory_space>& order_bytes,
+             Kokkos::View<char*, typename Exec::memory_space>& scratch) {
+  using MS = typename Exec::memory_space;
   std::int64_t const m = std::int64_t(queries.extent(0));
-  Kokkos::View<Index*, typename Exec::memory_space> order(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::order"), m);
-  Kokkos::View<std::uint32_t*, typename Exec::memory_space> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::morton"), m);
+  if (std::int64_t(codes.extent(0)) < m)
+    codes = Kokkos::View<std::uint32_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::morton"), m);
+  if (std::int64_t(order_bytes.extent(0)) < m * std::int64_t(sizeof(Index)))
+    order_bytes = Kokkos::View<char*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::order"),
+                                          m * std::int64_t(sizeof(Index)));
+  Kokkos::View<Index*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> order(reinterpret_cast<Index*>(order_bytes.data()), m);
+  auto const c = Kokkos::subview(codes, Kokkos::make_pair(std::int64_t(0), m));
   Kokkos::parallel_for("kdforge::query::morton", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       MortonCodes<std::decay_t<decltype(queries)>, Box<T, D>, decltype(codes), decltype(order)>{
-                           queries, box, codes, order});
-  backend::sort_by_key_async(exec, codes, order, workspace, 0, morton_key_bits<D>());
+                       MortonCodes<std::decay_t<decltype(queries)>, Box<T, D>, decltype(c), decltype(order)>{
+                           queries, box, c, order});
+  int const bits = morton_sort_bits<D>(m);
+  backend::sort_by_key_async(exec, c, order, scratch, morton_key_bits<D>() - bits, morton_key_bits<D>());
   return order;
 }
 
