@@ -280,6 +280,82 @@ struct has_fixed_bound : std::false_type {};
 template <class Visitor>
 struct has_fixed_bound<Visitor, std::enable_if_t<Visitor::fixed_bound>> : std::true_type {};
 
+/// traverse_trail's loop for visitors whose bound shrinks (kNN): the same
+/// steps, pops and bucket scans at the same moments, written so that every
+/// iteration runs one straight sequence. The lanes of a GPU warp are in
+/// different kinds of iteration at once (a step, a bucket node, a pop), and
+/// with a branch per kind the warp ran every kind's code one after the
+/// other in almost every iteration: in a simulation of 1M x 1M kNN k = 8
+/// (warps of 32 Morton-adjacent queries in lockstep by iteration), pops
+/// were present in 78% of a warp's iterations, bucket steps in 81%, plane
+/// tests in 93%, each with 6-18 of 32 lanes (ncu: 11 active lanes on
+/// average, ~150 SASS instructions per warp iteration). Here the node
+/// loaded, its plane test, the bucket's next node and the next state are
+/// computed by all lanes and chosen by selects; only the visit (a candidate
+/// insertion) stays a branch. H100, 1M x 1M, same run (perf/NOTES.md,
+/// session 8): kNN k = 8 1.36 -> 1.23 ms, k = 16 2.45 -> 2.33, k = 1 0.59 ->
+/// 0.56, closest point equal; ncu k = 8: 933M -> 749M warp instructions,
+/// 11 -> 18.5 active lanes. Radius visitors (fixed bound) keep the loop
+/// below, whose path ends jump without pops; this form is not measured for
+/// them yet.
+template <class Mask, class Tree, class Visitor>
+KOKKOS_FUNCTION void traverse_trail_shrinking(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
+                                              int bucket_levels, int lb) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Index const n = tree.node_count();
+  Mask pending = 0;
+  Index curr = 0;       // the tree node we are at; in a bucket, the bucket's root
+  int level = 0;        // curr's level
+  Index u = 0;          // the node a visiting iteration visits: curr, or in a bucket its node
+  bool popping = false; // this iteration re-tests the deepest pending plane instead
+  int depth = 0;        // in a bucket: u's depth below curr and place on that depth
+  Index place = 0;
+  while (true) {
+    int const top = lb::highest_bit(pending); // -1 when nothing is pending
+    if (popping && top < 0) return;
+    int const vl = popping ? top : level; // the loaded node's level
+    Index const v = popping ? ((curr + 1) >> (level - top)) - 1 : u;
+    pending &= popping ? ~(Mask(1) << top) : ~Mask(0);
+    bool const scanning = !popping && level == lb;
+    bool const exists = !scanning || tree.has_node(v);
+    typename Tree::node_type p{};
+    if (exists) p = tree.load(v);
+    if (exists && !popping) {
+      visitor.visit(p.index, sq_distance(q, p));
+      if (visitor.done()) return;
+    }
+    // v's plane (used by steps and pops)
+    int const dim = tree.split_dim(v, vl);
+    T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
+    bool const within = diff * diff <= visitor.bound();
+    Index const close = diff < 0 ? 2 * v + 1 : 2 * v + 2;
+    Index const far = diff < 0 ? 2 * v + 2 : 2 * v + 1;
+    // the bucket's next node in level order (used by scanning iterations)
+    Index next_place = place + 1;
+    int next_depth = depth;
+    if (next_place == (Index(1) << next_depth)) {
+      next_place = 0;
+      ++next_depth;
+    }
+    Index const next_u = ((curr + 1) << next_depth) - 1 + next_place;
+    bool const scan_on = scanning && next_depth < bucket_levels && next_u < n;
+    bool const step = !popping && !scanning;
+    bool const descend = step && node_exists(tree, close);
+    bool const enter = popping && within; // a pop into its far child
+    if (step && within && node_exists(tree, far)) pending |= Mask(1) << level;
+    depth = scan_on ? next_depth : 0;
+    place = scan_on ? next_place : 0;
+    Index const next = scan_on ? next_u : descend ? close : far;
+    bool const moves = scan_on || descend || enter;
+    u = moves ? next : u;
+    curr = descend || enter ? next : curr;
+    level = descend ? level + 1 : enter ? vl + 1 : level;
+    // a path ends (bucket done, or no close child): pop; a failed pop: pop again
+    popping = !moves;
+  }
+}
+
 /// Depth-first like the others, with the pending far children kept as one
 /// bit per level in a register instead of on a stack, and no climbing back
 /// up. Bit l set: the far child of the current path's level-l node may still
@@ -288,7 +364,8 @@ struct has_fixed_bound<Visitor, std::enable_if_t<Visitor::fixed_bound>> : std::t
 /// names the next node: the path's level-l node is the ancestor
 /// ((curr + 1) >> (level - l)) - 1 of the current one.
 ///
-/// With a bound that shrinks (kNN), the ancestor's plane must be tested again
+/// With a bound that shrinks (kNN; traverse_trail_shrinking runs that loop,
+/// branch-free), the ancestor's plane must be tested again
 /// before its far child is entered: a "pop" iteration reloads the ancestor
 /// (usually an L1 hit: the queries of a warp share their upper ancestors),
 /// tests its plane, and either moves to its far child or leaves the next
@@ -327,6 +404,10 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
   Index const n = tree.node_count();
   if (n == 0) return;
   int const lb = bucket_level(n, bucket_levels);
+  if constexpr (!fixed) {
+    traverse_trail_shrinking<Mask>(tree, q, visitor, bucket_levels, lb);
+    return;
+  }
   Mask pending = 0;
   Mask far_right = 0;   // fixed bounds: bit l set when level l's pending far child is a right child
   Index curr = 0;       // the tree node we are at; in a bucket, the bucket's root
