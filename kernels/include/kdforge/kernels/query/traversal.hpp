@@ -309,8 +309,7 @@ KOKKOS_FUNCTION void traverse_trail_shrinking(Tree const& tree, typename Tree::p
   int level = 0;        // curr's level
   Index u = 0;          // the node a visiting iteration visits: curr, or in a bucket its node
   bool popping = false; // this iteration re-tests the deepest pending plane instead
-  int depth = 0;        // in a bucket: u's depth below curr and place on that depth
-  Index place = 0;
+  BucketCursor<Index> bucket;
   while (true) {
     int const top = lb::highest_bit(pending); // -1 when nothing is pending
     if (popping && top < 0) return;
@@ -331,21 +330,16 @@ KOKKOS_FUNCTION void traverse_trail_shrinking(Tree const& tree, typename Tree::p
     bool const within = diff * diff <= visitor.bound();
     Index const close = diff < 0 ? 2 * v + 1 : 2 * v + 2;
     Index const far = diff < 0 ? 2 * v + 2 : 2 * v + 1;
-    // the bucket's next node in level order (used by scanning iterations)
-    Index next_place = place + 1;
-    int next_depth = depth;
-    if (next_place == (Index(1) << next_depth)) {
-      next_place = 0;
-      ++next_depth;
-    }
-    Index const next_u = ((curr + 1) << next_depth) - 1 + next_place;
-    bool const scan_on = scanning && next_depth < bucket_levels && next_u < n;
+    // the bucket's next node in level order (used by scanning iterations;
+    // the cursor resets itself after the bucket's last node)
+    BucketCursor<Index> next_bucket = bucket;
+    Index next_u = 0;
+    bool const scan_on = next_bucket.next(curr, bucket_levels, n, next_u) && scanning;
     bool const step = !popping && !scanning;
     bool const descend = step && node_exists(tree, close);
     bool const enter = popping && within; // a pop into its far child
     if (step && within && node_exists(tree, far)) pending |= Mask(1) << level;
-    depth = scan_on ? next_depth : 0;
-    place = scan_on ? next_place : 0;
+    bucket = scan_on ? next_bucket : BucketCursor<Index>{};
     Index const next = scan_on ? next_u : descend ? close : far;
     bool const moves = scan_on || descend || enter;
     u = moves ? next : u;
@@ -406,63 +400,41 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
   int const lb = bucket_level(n, bucket_levels);
   if constexpr (!fixed) {
     traverse_trail_shrinking<Mask>(tree, q, visitor, bucket_levels, lb);
-    return;
-  }
-  Mask pending = 0;
-  Mask far_right = 0;   // fixed bounds: bit l set when level l's pending far child is a right child
-  Index curr = 0;       // the tree node we are at; in a bucket, the bucket's root
-  int level = 0;        // curr's level
-  Index u = 0;          // the node this iteration visits: curr, or in a bucket its node
-  bool popping = false; // shrinking bounds: this iteration re-tests the deepest pending plane
-  BucketCursor<Index> bucket;
-  while (true) {
-    Index v = u; // the node loaded: u, or the popped ancestor
-    int vl = level;
-    if (!fixed && popping) {
-      if (pending == 0) return;
-      vl = lb::highest_bit(pending);
-      pending &= ~(Mask(1) << vl);
-      v = ((curr + 1) >> (level - vl)) - 1;
-    }
-    bool const visiting = fixed || !popping;
-    bool const scanning = visiting && level == lb;
-    bool const exists = !scanning || tree.has_node(v);
-    typename Tree::node_type p{};
-    if (exists) p = tree.load(v);
-    if (exists && visiting) {
-      visitor.visit(p.index, sq_distance(q, p));
-      if (visitor.done()) return;
-    }
-    if (scanning) {
-      if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
-    } else {
-      int const dim = tree.split_dim(v, vl);
-      T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
-      bool const within = diff * diff <= visitor.bound();
-      Index const close = diff < 0 ? 2 * v + 1 : 2 * v + 2;
-      Index const far = diff < 0 ? 2 * v + 2 : 2 * v + 1;
-      if (!visiting) { // a pop: into the far child, or on to the next pop
-        if (within) {
-          curr = far;
-          u = far;
-          level = vl + 1;
-          popping = false;
+  } else {
+    Mask pending = 0;
+    Mask far_right = 0; // bit l set when level l's pending far child is a right child
+    Index curr = 0;     // the tree node we are at; in a bucket, the bucket's root
+    int level = 0;      // curr's level
+    Index u = 0;        // the node this iteration visits: curr, or in a bucket its node
+    BucketCursor<Index> bucket;
+    while (true) {
+      bool const scanning = level == lb;
+      bool const exists = !scanning || tree.has_node(u);
+      typename Tree::node_type p{};
+      if (exists) {
+        p = tree.load(u);
+        visitor.visit(p.index, sq_distance(q, p));
+        if (visitor.done()) return;
+      }
+      if (scanning) {
+        if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
+      } else {
+        int const dim = tree.split_dim(u, level);
+        T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
+        Index const close = diff < 0 ? 2 * u + 1 : 2 * u + 2;
+        Index const far = diff < 0 ? 2 * u + 2 : 2 * u + 1;
+        if (diff * diff <= visitor.bound() && node_exists(tree, far)) {
+          pending |= Mask(1) << level;
+          if (diff < 0) far_right |= Mask(1) << level;
         }
-        continue;
+        if (node_exists(tree, close)) {
+          curr = close;
+          u = close;
+          ++level;
+          continue;
+        }
       }
-      if (within && node_exists(tree, far)) {
-        pending |= Mask(1) << level;
-        if (fixed && diff < 0) far_right |= Mask(1) << level;
-      }
-      if (node_exists(tree, close)) {
-        curr = close;
-        u = close;
-        ++level;
-        continue;
-      }
-    }
-    // the path ends
-    if constexpr (fixed) { // the deepest pending far child is next, untested
+      // the path ends: the deepest pending far child is next, untested
       if (pending == 0) return;
       int const l = lb::highest_bit(pending);
       Mask const bit = Mask(1) << l;
@@ -472,8 +444,6 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
       far_right &= ~bit;
       u = curr;
       level = l + 1;
-    } else {
-      popping = true;
     }
   }
 }
