@@ -30,7 +30,17 @@ namespace kdforge::backend::detail {
 
 template <class F, class G>
 void fork_join_impl(Kokkos::OpenMP const& exec, F const& f, G const& g) {
-  if (omp_in_parallel()) {
+  // One thread: nothing to fork. (And a team of one is an *inactive*
+  // parallel region, for which omp_in_parallel() is false: the test below
+  // would open a region inside the region forever.)
+  if (exec.concurrency() <= 1) {
+    f();
+    g();
+    return;
+  }
+  // omp_get_level counts inactive regions too: inside any region of ours
+  // (or the caller's), fork as tasks of that team.
+  if (omp_get_level() > 0) {
 #pragma omp task default(shared)
     f();
     g();
