@@ -649,3 +649,57 @@ TEST_CASE_TEMPLATE("the recursive builder's machine-wide top levels give the sam
     check_builders_agree<Exec, 3>(400000, Distribution::clustered, split, 4321 + 400000);
   }
 }
+
+#if defined(__linux__) && !defined(KOKKOS_ENABLE_CUDA)
+#include <sys/resource.h>
+
+#include <cstdio>
+
+// The CPU radius search appends rows to per-chunk buffers inside a parallel
+// region; running out of memory there once escaped the region (OpenMP
+// terminates the program). With the address space capped a little above
+// what the process maps now, a search whose rows need ~1.6 GB must throw
+// kdforge::Error, and the next search must work. (Not in Cuda builds: the
+// CUDA runtime's address-space reservations do not mix with the cap.)
+TEST_CASE_TEMPLATE("out of memory in the CPU radius search is an error, not a crash", Exec, KDFORGE_TEST_SPACES) {
+  if constexpr (!detail::runs_on_gpu<Exec>()) {
+    Exec exec;
+    auto const pts = test::make_points<float, 3>(10000, Distribution::uniform, 61);
+    auto const qs = test::make_points<float, 3>(20000, Distribution::uniform, 62);
+    auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+    auto q = to_device<Exec>(qs, "q");
+    RadiusResult<typename Exec::memory_space, float, std::int32_t> out;
+    radius_search(exec, tree, q, 0.03, out); // checked against brute force elsewhere
+    auto const before_offsets = to_host(out.offsets);
+    auto const before_indices = to_host(out.indices);
+    long pages = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+      std::fclose(f);
+    }
+    REQUIRE(pages > 0);
+    rlimit old{};
+    REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
+    rlimit capped = old;
+    capped.rlim_cur = rlim_t(pages) * rlim_t(4096) + (rlim_t(128) << 20);
+    if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < capped.rlim_cur) capped.rlim_cur = old.rlim_cur;
+    REQUIRE(setrlimit(RLIMIT_AS, &capped) == 0);
+    bool threw = false;
+    std::string message;
+    try {
+      radius_search(exec, tree, q, 2.0, out); // every point is within 2 of every query: 2e8 rows
+    } catch (Error const& e) {
+      threw = true;
+      message = e.what();
+    }
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    CHECK(threw);
+    CHECK(message.find("out of memory") != std::string::npos);
+    // nothing left broken: the same search as before the cap, the same rows
+    radius_search(exec, tree, q, 0.03, out);
+    CHECK(to_host(out.offsets) == before_offsets);
+    CHECK(to_host(out.indices) == before_indices);
+    CHECK(before_offsets.back() > 0);
+  }
+}
+#endif

@@ -16,6 +16,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <new>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -459,15 +460,24 @@ struct RadiusAppendFunctor {
   Walk walk;
   std::int64_t m, chunk;
   std::vector<std::vector<Neighbor<T, typename Tree::index_type>>>* rows;
+  // An exception must not leave a parallel region (OpenMP would terminate
+  // the program): a chunk whose buffer cannot grow keeps the error, gives
+  // its memory back, and the caller throws after the region.
+  std::vector<char>* out_of_memory;
   void operator()(std::int64_t c) const {
     auto& out = (*rows)[c];
     std::int64_t const end = (c + 1) * chunk < m ? (c + 1) * chunk : m;
-    for (std::int64_t i = c * chunk; i < end; ++i) {
-      std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
-      std::size_t const before = out.size();
-      AppendVisitor<Tree> v{&out, sq_r};
-      traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
-      counts(qi) = std::int64_t(out.size() - before);
+    try {
+      for (std::int64_t i = c * chunk; i < end; ++i) {
+        std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+        std::size_t const before = out.size();
+        AppendVisitor<Tree> v{&out, sq_r};
+        traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
+        counts(qi) = std::int64_t(out.size() - before);
+      }
+    } catch (std::bad_alloc const&) {
+      (*out_of_memory)[std::size_t(c)] = 1;
+      std::vector<Neighbor<T, typename Tree::index_type>>().swap(out);
     }
   }
 };
@@ -689,7 +699,9 @@ radius_count(Exec const& exec, Tree const& tree, Queries const& queries, double 
 /// into `out`: offsets is kept when it has extent M + 1, indices and
 /// sq_distances when their extent is the number of neighbours found; each is
 /// replaced otherwise. Returns with the results complete (the neighbour count
-/// is read back on the way). `workspace`: as for knn.
+/// is read back on the way). `workspace`: as for knn. Running out of memory
+/// for the rows throws kdforge::Error (`out` is then left with unspecified,
+/// valid contents).
 template <class Exec, class Tree, class Queries>
 void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
                    RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options,
@@ -736,10 +748,19 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   if constexpr (!detail::runs_on_gpu<Exec>()) {
     if (m > 0 && appended) {
       rows.resize(std::size_t(n_chunks));
+      std::vector<char> out_of_memory(std::size_t(n_chunks), 0);
       Kokkos::parallel_for("kdforge::radius::count_and_append", ChunkPolicy(exec, 0, n_chunks),
                            detail::RadiusAppendFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
-                               tree, q, order, counts, sq_r, walk, m, chunk, &rows});
+                               tree, q, order, counts, sq_r, walk, m, chunk, &rows, &out_of_memory});
       exec.fence();
+      if (std::find(out_of_memory.begin(), out_of_memory.end(), char(1)) != out_of_memory.end()) {
+        std::size_t found = 0;
+        for (auto const& r : rows) found += r.size();
+        std::vector<std::vector<N>>().swap(rows);
+        detail::fail("radius_search", "out of memory while recording the neighbours (", found,
+                     " recorded when it ran out, ", sizeof(N),
+                     " bytes each); use a smaller radius, RadiusOptions::max_neighbors, or fewer queries per call");
+      }
     }
   }
   if (appended) {
