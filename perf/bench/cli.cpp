@@ -2,6 +2,8 @@
 // shown by --help.
 #include "cli.hpp"
 
+#include <kdforge/kernels/query/traversal.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -108,7 +110,7 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
       ->check(CLI::IsMember({"reuse", "fresh"}))->group("Queries");
   app.add_option("--bucket-levels", o.bucket_levels,
                  "bottom tree levels the queries scan instead of traverse (QueryOptions::bucket_levels; -1: kdforge's "
-                 "default for the target, 0: plain traversal)")->check(CLI::Range(-1, 4))->group("Queries");
+                 "default for the target, 0: plain traversal)")->check(CLI::Range(-1, kdforge::kernels::max_bucket_levels))->group("Queries");
   app.add_option("--radius-buffer", o.radius_buffer,
                  "radius op: how rows are found (RadiusOptions::buffer_size; -1: automatic, one traversal appending "
                  "to per-chunk buffers on CPUs, count then fill on GPUs; 0: count, then fill; > 0: scratch slots per "
