@@ -7,7 +7,12 @@
 #include <kdforge/kdforge.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#endif
 
 using namespace kdforge;
 using test::Distribution;
@@ -651,10 +656,6 @@ TEST_CASE_TEMPLATE("the recursive builder's machine-wide top levels give the sam
 }
 
 #if defined(__linux__) && !defined(KOKKOS_ENABLE_CUDA)
-#include <sys/resource.h>
-
-#include <cstdio>
-
 // The CPU radius search appends rows to per-chunk buffers inside a parallel
 // region; running out of memory there once escaped the region (OpenMP
 // terminates the program). With the address space capped a little above
