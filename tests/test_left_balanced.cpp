@@ -12,6 +12,7 @@
 
 #if defined(__linux__)
 #include <sys/resource.h>
+#include <unistd.h>
 #endif
 
 using namespace kdforge;
@@ -682,7 +683,7 @@ TEST_CASE_TEMPLATE("out of memory in the CPU radius search is an error, not a cr
     rlimit old{};
     REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
     rlimit capped = old;
-    capped.rlim_cur = rlim_t(pages) * rlim_t(4096) + (rlim_t(128) << 20);
+    capped.rlim_cur = rlim_t(pages) * rlim_t(sysconf(_SC_PAGESIZE)) + (rlim_t(128) << 20);
     if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < capped.rlim_cur) capped.rlim_cur = old.rlim_cur;
     REQUIRE(setrlimit(RLIMIT_AS, &capped) == 0);
     bool threw = false;

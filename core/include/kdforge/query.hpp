@@ -16,10 +16,11 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <new>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -461,14 +462,15 @@ struct RadiusAppendFunctor {
   std::int64_t m, chunk;
   std::vector<std::vector<Neighbor<T, typename Tree::index_type>>>* rows;
   // An exception must not leave a parallel region (OpenMP would terminate
-  // the program): a chunk whose buffer cannot grow keeps the error, gives
-  // its memory back, and the caller throws after the region.
-  std::vector<char>* out_of_memory;
+  // the program): a chunk whose buffer cannot grow raises the flag and gives
+  // its memory back, the other chunks stop at their next query, and the
+  // caller throws after the region.
+  std::atomic<bool>* out_of_memory;
   void operator()(std::int64_t c) const {
     auto& out = (*rows)[c];
     std::int64_t const end = (c + 1) * chunk < m ? (c + 1) * chunk : m;
     try {
-      for (std::int64_t i = c * chunk; i < end; ++i) {
+      for (std::int64_t i = c * chunk; i < end && !out_of_memory->load(std::memory_order_relaxed); ++i) {
         std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
         std::size_t const before = out.size();
         AppendVisitor<Tree> v{&out, sq_r};
@@ -476,7 +478,7 @@ struct RadiusAppendFunctor {
         counts(qi) = std::int64_t(out.size() - before);
       }
     } catch (std::bad_alloc const&) {
-      (*out_of_memory)[std::size_t(c)] = 1;
+      out_of_memory->store(true, std::memory_order_relaxed);
       std::vector<Neighbor<T, typename Tree::index_type>>().swap(out);
     }
   }
@@ -748,12 +750,12 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   if constexpr (!detail::runs_on_gpu<Exec>()) {
     if (m > 0 && appended) {
       rows.resize(std::size_t(n_chunks));
-      std::vector<char> out_of_memory(std::size_t(n_chunks), 0);
+      std::atomic<bool> out_of_memory{false};
       Kokkos::parallel_for("kdforge::radius::count_and_append", ChunkPolicy(exec, 0, n_chunks),
                            detail::RadiusAppendFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
                                tree, q, order, counts, sq_r, walk, m, chunk, &rows, &out_of_memory});
       exec.fence();
-      if (std::find(out_of_memory.begin(), out_of_memory.end(), char(1)) != out_of_memory.end()) {
+      if (out_of_memory.load()) {
         std::size_t found = 0;
         for (auto const& r : rows) found += r.size();
         std::vector<std::vector<N>>().swap(rows);

@@ -30,16 +30,16 @@ namespace kdforge::backend::detail {
 
 template <class F, class G>
 void fork_join_impl(Kokkos::OpenMP const& exec, F const& f, G const& g) {
-  // One thread: nothing to fork. (And a team of one is an *inactive*
-  // parallel region, for which omp_in_parallel() is false: the test below
-  // would open a region inside the region forever.)
+  // One thread: nothing to fork, no region or tasks to pay for.
   if (exec.concurrency() <= 1) {
     f();
     g();
     return;
   }
-  // omp_get_level counts inactive regions too: inside any region of ours
-  // (or the caller's), fork as tasks of that team.
+  // Inside any region of ours (or the caller's), fork as tasks of that team.
+  // omp_get_level, not omp_in_parallel: a team of one thread is an inactive
+  // region, for which omp_in_parallel() is false, and the fork would open a
+  // region inside the region forever.
   if (omp_get_level() > 0) {
 #pragma omp task default(shared)
     f();
