@@ -30,16 +30,37 @@ struct alignas(16) PackedNode {
   KOKKOS_FORCEINLINE_FUNCTION T operator[](int d) const { return c[d]; }
 };
 
+/// q - p per dimension. The traversals compute these once per visited node
+/// and take both the squared distance and the split plane's offset from
+/// them (one subtraction per dimension instead of selecting q's and p's
+/// coordinates again for the plane: the GPU kernels are issue-bound).
+template <class T, int D>
+struct Offsets {
+  T v[D];
+  KOKKOS_FORCEINLINE_FUNCTION T operator[](int d) const { return v[d]; }
+};
+
+template <class T, int D, class Index>
+KOKKOS_FORCEINLINE_FUNCTION Offsets<T, D> offsets(Point<T, D> const& q, PackedNode<T, D, Index> const& p) {
+  Offsets<T, D> o;
+  for (int d = 0; d < D; ++d) o.v[d] = q[d] - p.c[d];
+  return o;
+}
+
+/// Squared length of q - p, summed in dimension order with explicit
+/// rounding: the same bits on every backend.
+template <class T, int D>
+KOKKOS_FORCEINLINE_FUNCTION T sq_norm(Offsets<T, D> const& o) {
+  T s = 0;
+  for (int d = 0; d < D; ++d) s = kdforge::detail::add_rn(s, kdforge::detail::mul_rn(o.v[d], o.v[d]));
+  return s;
+}
+
 /// Squared distance from q to a node's point, with the same operations (and
 /// so the same bits) as sq_distance on two points.
 template <class T, int D, class Index>
 KOKKOS_FORCEINLINE_FUNCTION T sq_distance(Point<T, D> const& q, PackedNode<T, D, Index> const& p) {
-  T s = 0;
-  for (int d = 0; d < D; ++d) {
-    T const diff = q[d] - p.c[d];
-    s = kdforge::detail::add_rn(s, kdforge::detail::mul_rn(diff, diff));
-  }
-  return s;
+  return sq_norm(offsets(q, p));
 }
 
 /// p[d] for a run-time d without indexing a register array by it (which

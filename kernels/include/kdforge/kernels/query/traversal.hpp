@@ -162,10 +162,11 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
         break;
       }
       auto const p = tree.load(node);
-      visitor.visit(p.index, sq_distance(q, p));
+      auto const o = offsets(q, p);
+      visitor.visit(p.index, sq_norm(o));
       if (visitor.done()) return;
       int const dim = tree.split_dim(node, level);
-      T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
+      T const diff = component<Tree::dimension>(o, dim);
       Index const right = diff < 0 ? 0 : 1; // arithmetic, not a branch, on CPUs
       Index const close = 2 * node + 1 + right;
       Index const far = 2 * node + 2 - right;
@@ -192,22 +193,26 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
 }
 
 /// Where a one-node-per-iteration walk is inside a bucket: the visited
-/// node's depth below the bucket's root and its place on that depth.
+/// node's position j in the bucket's level order (0 is the bucket's root).
+/// Position j lies highest_bit(j + 1) levels below the root, and its node is
+/// (root << depth) + j: one counter instead of a (depth, place) pair, which
+/// saved instructions in every iteration of the GPU loops (all lanes
+/// compute the next bucket node, scanning or not).
 template <class Index>
 struct BucketCursor {
-  int depth = 0;
-  Index place = 0;
+  int j = 0;
   /// Moves u to the bucket's next node in level order and returns true, or
   /// returns false (and resets) when the node just visited was its last.
+  /// A node past the tree's end ends the bucket: every later node in level
+  /// order is past it too.
   KOKKOS_FORCEINLINE_FUNCTION bool next(Index root, int levels, Index n, Index& u) {
-    if (++place == (Index(1) << depth)) {
-      place = 0;
-      ++depth;
+    int const k = j + 1;
+    u = (root << lb::highest_bit(std::uint32_t(k + 1))) + k;
+    if (k < (1 << levels) - 1 && u < n) {
+      j = k;
+      return true;
     }
-    u = ((root + 1) << depth) - 1 + place;
-    if (depth < levels && u < n) return true;
-    depth = 0;
-    place = 0;
+    j = 0;
     return false;
   }
 };
@@ -243,8 +248,9 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
     typename Tree::node_type p{};
     if (exists) p = tree.load(u);
     bool const from_parent = prev < curr; // always true while scanning
+    auto const o = offsets(q, p);
     if (exists && from_parent) {
-      visitor.visit(p.index, sq_distance(q, p));
+      visitor.visit(p.index, sq_norm(o));
       if (visitor.done()) return;
     }
     Index const parent = (curr + 1) / 2 - 1;
@@ -253,7 +259,7 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
       if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
     } else {
       int const dim = tree.split_dim(curr, level);
-      T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
+      T const diff = component<Tree::dimension>(o, dim);
       Index const close = diff < 0 ? 2 * curr + 1 : 2 * curr + 2;
       Index const far = diff < 0 ? 2 * curr + 2 : 2 * curr + 1;
       // the far side is entered after the close one (or right away when
@@ -320,13 +326,14 @@ KOKKOS_FUNCTION void traverse_trail_shrinking(Tree const& tree, typename Tree::p
     bool const exists = !scanning || tree.has_node(v);
     typename Tree::node_type p{};
     if (exists) p = tree.load(v);
+    auto const o = offsets(q, p);
     if (exists && !popping) {
-      visitor.visit(p.index, sq_distance(q, p));
+      visitor.visit(p.index, sq_norm(o));
       if (visitor.done()) return;
     }
     // v's plane (used by steps and pops)
     int const dim = tree.split_dim(v, vl);
-    T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
+    T const diff = component<Tree::dimension>(o, dim);
     bool const within = diff * diff <= visitor.bound();
     Index const close = diff < 0 ? 2 * v + 1 : 2 * v + 2;
     Index const far = diff < 0 ? 2 * v + 2 : 2 * v + 1;
@@ -411,16 +418,17 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
       bool const scanning = level == lb;
       bool const exists = !scanning || tree.has_node(u);
       typename Tree::node_type p{};
+      if (exists) p = tree.load(u);
+      auto const o = offsets(q, p);
       if (exists) {
-        p = tree.load(u);
-        visitor.visit(p.index, sq_distance(q, p));
+        visitor.visit(p.index, sq_norm(o));
         if (visitor.done()) return;
       }
       if (scanning) {
         if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
       } else {
         int const dim = tree.split_dim(u, level);
-        T const diff = component<Tree::dimension>(q, dim) - component<Tree::dimension>(p, dim);
+        T const diff = component<Tree::dimension>(o, dim);
         Index const close = diff < 0 ? 2 * u + 1 : 2 * u + 2;
         Index const far = diff < 0 ? 2 * u + 2 : 2 * u + 1;
         if (diff * diff <= visitor.bound() && node_exists(tree, far)) {
