@@ -705,3 +705,99 @@ TEST_CASE_TEMPLATE("out of memory in the CPU radius search is an error, not a cr
   }
 }
 #endif
+
+// Regrouping (QueryOptions::regroup_iterations) stops walks after a number of
+// iterations, saves them and finishes them in a second pass: any cap, down
+// to one iteration (every walk saved at its first step), must give the
+// brute-force rows and exactly the rows of the uninterrupted walk, for every
+// candidate list size (k = 20: the 32-slot list) and for closest point.
+TEST_CASE_TEMPLATE("regrouped kNN walks give the same results", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  for (auto dist : {Distribution::uniform, Distribution::duplicates}) {
+    CAPTURE(int(dist));
+    auto pts = test::make_points<float, 3>(3000, dist, 901);
+    auto queries = test::make_points<float, 3>(400, Distribution::uniform, 902);
+    for (int i = 0; i < 40; ++i) queries[i] = pts[i * 11];
+    auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+    auto dq = to_device<Exec>(queries, "q");
+    QueryWorkspace<typename Exec::memory_space> ws;
+    for (int k : {1, 3, 8, 16, 20}) {
+      CAPTURE(k);
+      std::vector<std::vector<Neighbor<float, std::int64_t>>> ref;
+      for (auto const& q : queries) ref.push_back(test::brute_knn(pts, q, k, detail::infinity<float>()));
+      QueryOptions qo;
+      qo.traversal = Traversal::trail;
+      qo.regroup_iterations = 0;
+      auto plain = knn(exec, tree, dq, k, qo);
+      auto pi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, plain.indices);
+      auto pd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, plain.sq_distances);
+      for (int cap : {1, 5, 40, 1000}) {
+        CAPTURE(cap);
+        qo.regroup_iterations = cap;
+        KnnResultFor<Exec, decltype(tree)> r;
+        knn(exec, tree, dq, k, r, qo, ws); // the workspace reused across k and caps
+        auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+        auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+        for (std::size_t q = 0; q < queries.size(); ++q) {
+          test::check_row(ref[q], &hi(q, 0), &hd(q, 0), k);
+          for (int j = 0; j < k; ++j) {
+            CHECK(hi(q, j) == pi(q, j));
+            CHECK(hd(q, j) == pd(q, j));
+          }
+        }
+      }
+    }
+    QueryOptions qo;
+    qo.traversal = Traversal::trail;
+    qo.cutoff_radius = 0.02;
+    auto plain = closest_point(exec, tree, dq, qo);
+    qo.regroup_iterations = 3;
+    auto r = closest_point(exec, tree, dq, qo);
+    CHECK(to_host(r.indices) == to_host(plain.indices));
+    CHECK(to_host(r.sq_distances) == to_host(plain.sq_distances));
+    int found = 0;
+    for (auto i : to_host(r.indices)) found += i >= 0 ? 1 : 0;
+    CHECK(found > 0); // the cutoff leaves some queries without a neighbour, not all
+    CHECK(found < int(queries.size()));
+  }
+}
+
+// The automatic setting regroups on GPUs once a call has enough queries
+// (65536); its rows must be those of the plain walk.
+TEST_CASE_TEMPLATE("automatic regrouping on a large batch changes no row", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  auto pts = test::make_points<float, 3>(20000, Distribution::clustered, 911);
+  auto queries = test::make_points<float, 3>(70000, Distribution::uniform, 912);
+  auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+  auto dq = to_device<Exec>(queries, "q");
+  for (int k : {1, 8}) {
+    CAPTURE(k);
+    QueryOptions qo;
+    auto automatic = knn(exec, tree, dq, k, qo);
+    qo.regroup_iterations = 0;
+    auto plain = knn(exec, tree, dq, k, qo);
+    auto ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, automatic.indices);
+    auto pi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, plain.indices);
+    auto ad = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, automatic.sq_distances);
+    bool same = true;
+    for (std::size_t q = 0; q < queries.size(); ++q)
+      for (int j = 0; j < k; ++j) same = same && ai(q, j) == pi(q, j);
+    CHECK(same);
+    for (std::size_t q = 0; q < queries.size(); q += 97)
+      test::check_row(test::brute_knn(pts, queries[q], k, detail::infinity<float>()), &ai(q, 0), &ad(q, 0), k);
+  }
+}
+
+TEST_CASE_TEMPLATE("bad regroup settings are errors", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  auto pts = test::make_points<float, 3>(100, Distribution::uniform, 921);
+  auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+  auto dq = to_device<Exec>(pts, "q");
+  QueryOptions qo;
+  qo.regroup_iterations = -2;
+  CHECK_THROWS_WITH_AS(knn(exec, tree, dq, 4, qo), doctest::Contains("regroup_iterations must be -1"), kdforge::Error);
+  qo.regroup_iterations = 10;
+  qo.traversal = Traversal::stack;
+  CHECK_THROWS_WITH_AS(knn(exec, tree, dq, 4, qo), doctest::Contains("needs Traversal::trail"), kdforge::Error);
+  CHECK_THROWS_WITH_AS(closest_point(exec, tree, dq, qo), doctest::Contains("needs Traversal::trail"), kdforge::Error);
+}

@@ -108,6 +108,9 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                  "the scratch: no allocation in the timed call, like the nanoflann baseline's preallocated arrays) or "
                  "fresh (results and scratch allocated by every call, timed)")
       ->check(CLI::IsMember({"reuse", "fresh"}))->group("Queries");
+  app.add_option("--regroup", o.regroup_iterations,
+                 "kNN / closest point: set walks still running after this many iterations aside for a second, dense "
+                 "pass (QueryOptions::regroup_iterations; -1: kdforge's default, 0: off)")->check(CLI::Range(-1, 1 << 30))->group("Queries");
   app.add_option("--bucket-levels", o.bucket_levels,
                  "bottom tree levels the queries scan instead of traverse (QueryOptions::bucket_levels; -1: kdforge's "
                  "default for the target, 0: plain traversal)")->check(CLI::Range(-1, kdforge::kernels::max_bucket_levels))->group("Queries");

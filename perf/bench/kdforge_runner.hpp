@@ -365,6 +365,7 @@ void run_workload(Workload const& w, Sink& sink) {
   c.ro.order = order;
   c.ro.buffer_size = o.radius_buffer;
   c.qo.bucket_levels = o.bucket_levels;
+  c.qo.regroup_iterations = o.regroup_iterations;
   c.ro.bucket_levels = o.bucket_levels;
 
   int kmax = 1;

@@ -33,6 +33,7 @@ struct Options {
   std::int64_t radius_buffer = -1;        ///< RadiusOptions::buffer_size of the radius op (-1: automatic)
   std::string results = "reuse";          ///< reuse | fresh: query results written into the previous ones, or allocated per call
   int bucket_levels = -1;                 ///< Query/RadiusOptions::bucket_levels (-1: kdforge's default)
+  int regroup_iterations = -1;            ///< QueryOptions::regroup_iterations (-1: kdforge's default)
   std::string dist = "uniform";           ///< uniform | clustered | sphere | duplicates
   std::string points_file;                ///< --points
   std::string queries = "uniform";        ///< same | uniform | a file name

@@ -57,12 +57,26 @@ enum class QueryOrder {
 /// traversal; at most 6.
 inline constexpr int automatic_bucket_levels = -1;
 
+/// kNN and closest point with the trail traversal (k <= 32): queries still
+/// walking after this many loop iterations are set aside (their walk's state
+/// and candidates saved) and finished by a second pass that packs them
+/// densely, so the lanes of a GPU warp stop waiting for the warp's slowest
+/// query. Results never depend on it. -1: automatic (on GPUs, for closest
+/// point and k = 1 with at least 65536 queries: 3 x the tree's levels, near
+/// the mean iterations of a query; measured 8% faster on an H100, while k = 8
+/// and 16 were slower with every cap tried; off on CPUs, whose threads do
+/// not wait for each other); 0: off; > 0: that many iterations (requires
+/// Traversal::trail). While a call runs its workspace holds up to M saved
+/// walks (32 bytes each for k = 1, float; ~100 for k = 8).
+inline constexpr int automatic_regroup = -1;
+
 struct QueryOptions {
   /// Only neighbours with distance <= cutoff_radius are reported (not squared).
   double cutoff_radius = std::numeric_limits<double>::infinity();
   Traversal traversal = Traversal::automatic;
   QueryOrder order = QueryOrder::automatic;
   int bucket_levels = automatic_bucket_levels;
+  int regroup_iterations = automatic_regroup; ///< see automatic_regroup
 };
 
 struct RadiusOptions {

@@ -66,7 +66,8 @@ class QueryWorkspace {
 
   /// Bytes held now.
   std::size_t bytes() const {
-    return codes.span() * sizeof(std::uint32_t) + order_bytes.span() + scratch.span();
+    return codes.span() * sizeof(std::uint32_t) + order_bytes.span() + scratch.span() + regroup_bytes.span() +
+           (regroup_count.data() ? sizeof(unsigned long long) : 0);
   }
   /// Frees everything (the next call allocates again).
   void release() { *this = QueryWorkspace(); }
@@ -75,6 +76,8 @@ class QueryWorkspace {
   Kokkos::View<std::uint32_t*, MemorySpace> codes;
   Kokkos::View<char*, MemorySpace> order_bytes;
   Kokkos::View<char*, MemorySpace> scratch;
+  Kokkos::View<char*, MemorySpace> regroup_bytes;                 // saved walks (see automatic_regroup)
+  Kokkos::View<unsigned long long, MemorySpace> regroup_count; // how many were saved
 };
 
 namespace detail {
@@ -222,10 +225,38 @@ KOKKOS_FORCEINLINE_FUNCTION void finish_heap_row(Result const& res, std::int64_t
   }
 }
 
+/// A kNN walk set aside by KnnSortedFunctor (see automatic_regroup).
+template <class Tree, int CAP>
+struct RegroupRecord {
+  typename kernels::SortedCandidates<Tree, CAP>::Key c[CAP];
+  kernels::TrailState<typename Tree::index_type> state;
+  std::int64_t qi;
+};
+
+/// A slot of `counter`'s array for each calling thread. On CUDA one atomic
+/// per warp (the set-aside queries of a warp leave their loops together):
+/// ~half a million atomics on one address would serialize.
+KOKKOS_INLINE_FUNCTION unsigned long long claim_slot(unsigned long long* counter) {
+#if defined(__CUDA_ARCH__)
+  unsigned const mask = __activemask();
+  unsigned lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  int const leader = __ffs(mask) - 1;
+  unsigned long long base = 0;
+  if (int(lane) == leader) base = atomicAdd(counter, (unsigned long long)__popc(mask));
+  base = __shfl_sync(mask, base, leader);
+  return base + (unsigned long long)__popc(mask & ((1u << lane) - 1u));
+#else
+  return Kokkos::atomic_fetch_add(counter, 1ull);
+#endif
+}
+
 template <class Tree, class QV, class OV, class Result, int CAP>
 struct KnnSortedFunctor {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
+  using Record = RegroupRecord<Tree, CAP>;
+  using MS = typename Tree::memory_space;
   Tree tree;
   QV queries;
   OV order;
@@ -233,11 +264,53 @@ struct KnnSortedFunctor {
   int k;
   T sq_cutoff;
   Walk walk;
+  int regroup = 0; // > 0: set the walk aside after this many iterations (trail walk)
+  Kokkos::View<Record*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> saved = {};
+  Kokkos::View<unsigned long long, MS> saved_count = {};
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
-    traverse(walk, tree, typename Tree::point_type(queries(qi)), cand);
+    typename Tree::point_type const q(queries(qi));
+    if (regroup > 0) {
+      kernels::TrailState<Index> st;
+      if (!kernels::trail_shrinking_run(tree, q, cand, walk.bucket_levels, st, regroup)) {
+        // one slot per query at most: `saved` (M records) never overflows
+        Record& r = saved(claim_slot(saved_count.data()));
+        for (int j = 0; j < CAP; ++j) r.c[j] = cand.c[j];
+        r.state = st;
+        r.qi = qi;
+        return;
+      }
+    } else {
+      traverse(walk, tree, q, cand);
+    }
     write_sorted_row(res, qi, cand, k);
+  }
+};
+
+/// The second pass: finishes the walks KnnSortedFunctor set aside, packed
+/// densely (in the order they were set aside) into warps.
+template <class Tree, class QV, class Result, int CAP>
+struct KnnResumeFunctor {
+  using T = typename Tree::coordinate_type;
+  using Record = RegroupRecord<Tree, CAP>;
+  using MS = typename Tree::memory_space;
+  Tree tree;
+  QV queries;
+  Result res;
+  int k;
+  T sq_cutoff;
+  Walk walk;
+  Kokkos::View<Record*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> saved;
+  Kokkos::View<unsigned long long, MS> saved_count;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    if (std::uint64_t(i) >= saved_count()) return;
+    Record const& r = saved(i);
+    kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
+    for (int j = 0; j < CAP; ++j) cand.c[j] = r.c[j];
+    auto st = r.state;
+    kernels::trail_shrinking_run(tree, typename Tree::point_type(queries(r.qi)), cand, walk.bucket_levels, st, -1);
+    write_sorted_row(res, r.qi, cand, k);
   }
 };
 
@@ -546,9 +619,61 @@ struct is_column_result : std::false_type {};
 template <class IV, class DV>
 struct is_column_result<ColumnResult<IV, DV>> : std::true_type {};
 
+/// QueryOptions::regroup_iterations checked and resolved for one call (0: off).
+template <class Exec>
+int regroup_iterations(QueryOptions const& o, Walk const& walk, std::int64_t n, std::int64_t m, int k,
+                       char const* where) {
+  KDFORGE_REQUIRE(o.regroup_iterations >= -1, where,
+                  "QueryOptions::regroup_iterations must be -1 (automatic), 0 (off) or > 0 (got ",
+                  o.regroup_iterations, ")");
+  if (o.regroup_iterations > 0) {
+    KDFORGE_REQUIRE(walk.traversal == Traversal::trail, where,
+                    "QueryOptions::regroup_iterations > 0 needs Traversal::trail, the walk it sets aside");
+    return k <= 32 ? o.regroup_iterations : 0;
+  }
+  if (o.regroup_iterations == 0 || !runs_on_gpu<Exec>() || walk.traversal != Traversal::trail || k != 1 ||
+      m < 65536 || n == 0)
+    return 0;
+  // Host simulation of the GPU loop (uniform 3-D points and queries,
+  // perf/NOTES.md session 10): a cap near the mean iterations of a query
+  // cuts a warp's iterations the most (k = 1: mean 64 for 1M points, 71
+  // for 10M; by 20%). Measured on an H100 (run32, 1M x 1M): closest point
+  // 0.50-0.52 -> 0.46-0.48 ms with caps 50-70, 0.49 with 90, 0.55 with 110;
+  // 10M points 0.57 -> 0.54. For k = 8 and 16 every cap tried (120-200)
+  // was slower (k = 8 1.20 -> 1.25-1.30 ms): saving 8 candidates and the
+  // second launch cost more than the warps gain, so they are not regrouped.
+  return 3 * lb::num_levels(n);
+}
+
+template <int CAP, class Exec, class Tree, class QV, class OV, class Result>
+void run_sorted(char const* name, char const* resume_name, Exec const& exec, Tree const& tree, QV const& q,
+                OV const& order, Result const& res, int k, typename Tree::coordinate_type sq_cutoff, Walk const& walk,
+                int regroup, QueryWorkspace<typename Exec::memory_space>& ws) {
+  using MS = typename Exec::memory_space;
+  std::int64_t const m = std::int64_t(q.extent(0));
+  Kokkos::RangePolicy<Exec> policy(exec, 0, m);
+  KnnSortedFunctor<Tree, QV, OV, Result, CAP> f{tree, q, order, res, k, sq_cutoff, walk};
+  if (regroup <= 0) {
+    Kokkos::parallel_for(name, policy, f);
+    return;
+  }
+  using Record = RegroupRecord<Tree, CAP>;
+  std::size_t const bytes = std::size_t(m) * sizeof(Record);
+  if (ws.regroup_bytes.extent(0) < bytes)
+    ws.regroup_bytes = Kokkos::View<char*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::regroup"), bytes);
+  if (!ws.regroup_count.data()) ws.regroup_count = Kokkos::View<unsigned long long, MS>("kdforge::knn::regroup_count");
+  Kokkos::deep_copy(exec, ws.regroup_count, 0ull);
+  f.regroup = regroup;
+  f.saved = decltype(f.saved)(reinterpret_cast<Record*>(ws.regroup_bytes.data()), m);
+  f.saved_count = ws.regroup_count;
+  Kokkos::parallel_for(name, policy, f);
+  Kokkos::parallel_for(resume_name, policy,
+                       KnnResumeFunctor<Tree, QV, Result, CAP>{tree, q, res, k, sq_cutoff, walk, f.saved, f.saved_count});
+}
+
 template <class Exec, class Tree, class QV, class Result>
 void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
-             typename Tree::coordinate_type sq_cutoff, Walk const& walk, QueryOrder order_option,
+             typename Tree::coordinate_type sq_cutoff, Walk const& walk, QueryOrder order_option, int regroup,
              QueryWorkspace<typename Exec::memory_space>& ws) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
@@ -557,12 +682,12 @@ void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result cons
   Kokkos::RangePolicy<Exec> policy(exec, 0, m);
   using OV = decltype(order);
   constexpr bool column = is_column_result<Result>::value; // closest point: k = 1 only
-  if (column || k <= 1) Kokkos::parallel_for("kdforge::knn::k1", policy, KnnSortedFunctor<Tree, QV, OV, Result, 1>{tree, q, order, res, k, sq_cutoff, walk});
+  if (column || k <= 1) run_sorted<1>("kdforge::knn::k1", "kdforge::knn::k1::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
   else if constexpr (!column) {
-    if (k <= 4) Kokkos::parallel_for("kdforge::knn::k4", policy, KnnSortedFunctor<Tree, QV, OV, Result, 4>{tree, q, order, res, k, sq_cutoff, walk});
-    else if (k <= 8) Kokkos::parallel_for("kdforge::knn::k8", policy, KnnSortedFunctor<Tree, QV, OV, Result, 8>{tree, q, order, res, k, sq_cutoff, walk});
-    else if (k <= 16) Kokkos::parallel_for("kdforge::knn::k16", policy, KnnSortedFunctor<Tree, QV, OV, Result, 16>{tree, q, order, res, k, sq_cutoff, walk});
-    else if (k <= 32) Kokkos::parallel_for("kdforge::knn::k32", policy, KnnSortedFunctor<Tree, QV, OV, Result, 32>{tree, q, order, res, k, sq_cutoff, walk});
+    if (k <= 4) run_sorted<4>("kdforge::knn::k4", "kdforge::knn::k4::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
+    else if (k <= 8) run_sorted<8>("kdforge::knn::k8", "kdforge::knn::k8::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
+    else if (k <= 16) run_sorted<16>("kdforge::knn::k16", "kdforge::knn::k16::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
+    else if (k <= 32) run_sorted<32>("kdforge::knn::k32", "kdforge::knn::k32::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
     else Kokkos::parallel_for("kdforge::knn::heap", policy, KnnHeapFunctor<Tree, QV, OV, Result>{tree, q, order, res, k, sq_cutoff, walk});
   }
 }
@@ -600,7 +725,8 @@ void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnR
   std::int64_t const m = std::int64_t(q.extent(0));
   detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
   detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
-  detail::run_knn(exec, tree, q, k, out, sq_cutoff, walk, options.order, workspace);
+  int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, k, "knn");
+  detail::run_knn(exec, tree, q, k, out, sq_cutoff, walk, options.order, regroup, workspace);
 }
 
 /// As above, with scratch memory allocated for this call.
@@ -635,7 +761,8 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
   detail::ensure_extents(out.indices, "kdforge::closest::indices", m);
   detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
   using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
-  detail::run_knn(exec, tree, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, workspace);
+  int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, 1, "closest_point");
+  detail::run_knn(exec, tree, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, regroup, workspace);
 }
 
 /// As above, with scratch memory allocated for this call.

@@ -286,6 +286,24 @@ struct has_fixed_bound : std::false_type {};
 template <class Visitor>
 struct has_fixed_bound<Visitor, std::enable_if_t<Visitor::fixed_bound>> : std::true_type {};
 
+/// Pending-plane mask of the trail walks: < 2^31 node slots have at most 31
+/// levels; 64-bit indices, 63.
+template <class Index>
+using TrailMask = std::conditional_t<sizeof(Index) <= 4, std::uint32_t, std::uint64_t>;
+
+/// Where a kNN trail walk stands between two iterations (see
+/// trail_shrinking_run): enough to stop it and resume it later, in another
+/// thread, with the visitor's candidates.
+template <class Index>
+struct TrailState {
+  TrailMask<Index> pending = 0;
+  Index curr = 0;       // the tree node we are at; in a bucket, the bucket's root
+  Index u = 0;          // the node a visiting iteration visits: curr, or in a bucket its node
+  int level = 0;        // curr's level
+  bool popping = false; // the next iteration re-tests the deepest pending plane instead
+  BucketCursor<Index> bucket;
+};
+
 /// traverse_trail's loop for visitors whose bound shrinks (kNN): the same
 /// steps, pops and bucket scans at the same moments, written so that every
 /// iteration runs one straight sequence. The lanes of a GPU warp are in
@@ -304,21 +322,34 @@ struct has_fixed_bound<Visitor, std::enable_if_t<Visitor::fixed_bound>> : std::t
 /// 11 -> 18.5 active lanes. Radius visitors (fixed bound) keep the loop
 /// below, whose path ends jump without pops; this form is not measured for
 /// them yet.
-template <class Mask, class Tree, class Visitor>
-KOKKOS_FUNCTION void traverse_trail_shrinking(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
-                                              int bucket_levels, int lb) {
+///
+/// Runs at most max_iterations iterations (all, when negative) of this loop
+/// from `state`. Returns true when the walk is finished; otherwise `state`
+/// says where to resume.
+template <class Tree, class Visitor>
+KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
+                                         int bucket_levels, TrailState<typename Tree::index_type>& state,
+                                         int max_iterations) {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
+  using Mask = TrailMask<Index>;
   Index const n = tree.node_count();
-  Mask pending = 0;
-  Index curr = 0;       // the tree node we are at; in a bucket, the bucket's root
-  int level = 0;        // curr's level
-  Index u = 0;          // the node a visiting iteration visits: curr, or in a bucket its node
-  bool popping = false; // this iteration re-tests the deepest pending plane instead
-  BucketCursor<Index> bucket;
+  if (n == 0) return true;
+  int const lb = bucket_level(n, bucket_levels);
+  Mask pending = state.pending;
+  Index curr = state.curr;
+  int level = state.level;
+  Index u = state.u;
+  bool popping = state.popping;
+  BucketCursor<Index> bucket = state.bucket;
+  std::int64_t left = max_iterations;
   while (true) {
+    if (left-- == 0) { // never when negative
+      state = {pending, curr, u, level, popping, bucket};
+      return false;
+    }
     int const top = lb::highest_bit(pending); // -1 when nothing is pending
-    if (popping && top < 0) return;
+    if (popping && top < 0) return true;
     int const vl = popping ? top : level; // the loaded node's level
     Index const v = popping ? ((curr + 1) >> (level - top)) - 1 : u;
     pending &= popping ? ~(Mask(1) << top) : ~Mask(0);
@@ -329,7 +360,7 @@ KOKKOS_FUNCTION void traverse_trail_shrinking(Tree const& tree, typename Tree::p
     auto const o = offsets(q, p);
     if (exists && !popping) {
       visitor.visit(p.index, sq_norm(o));
-      if (visitor.done()) return;
+      if (visitor.done()) return true;
     }
     // v's plane (used by steps and pops)
     int const dim = tree.split_dim(v, vl);
@@ -365,7 +396,7 @@ KOKKOS_FUNCTION void traverse_trail_shrinking(Tree const& tree, typename Tree::p
 /// names the next node: the path's level-l node is the ancestor
 /// ((curr + 1) >> (level - l)) - 1 of the current one.
 ///
-/// With a bound that shrinks (kNN; traverse_trail_shrinking runs that loop,
+/// With a bound that shrinks (kNN; trail_shrinking_run runs that loop,
 /// branch-free), the ancestor's plane must be tested again
 /// before its far child is entered: a "pop" iteration reloads the ancestor
 /// (usually an L1 hit: the queries of a warp share their upper ancestors),
@@ -400,13 +431,14 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   // < 2^31 node slots have at most 31 levels; 64-bit indices, 63
-  using Mask = std::conditional_t<sizeof(Index) <= 4, std::uint32_t, std::uint64_t>;
+  using Mask = TrailMask<Index>;
   constexpr bool fixed = has_fixed_bound<Visitor>::value;
   Index const n = tree.node_count();
   if (n == 0) return;
   int const lb = bucket_level(n, bucket_levels);
   if constexpr (!fixed) {
-    traverse_trail_shrinking<Mask>(tree, q, visitor, bucket_levels, lb);
+    TrailState<Index> state;
+    trail_shrinking_run(tree, q, visitor, bucket_levels, state, -1);
   } else {
     Mask pending = 0;
     Mask far_right = 0; // bit l set when level l's pending far child is a right child
