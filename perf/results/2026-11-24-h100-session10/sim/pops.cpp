@@ -110,10 +110,16 @@ void run(std::vector<std::pair<uint32_t,int>> const& ord, Counting const& c, Kok
   double sum = 0, summax = 0; int W = m / 32;
   for (int w = 0; w < W; ++w) { long mx = 0; for (int l = 0; l < 32; ++l) { mx = std::max(mx, it[w*32+l]); sum += it[w*32+l]; } summax += mx; }
   printf("k=%d S=%d: iters mean %.1f warp-max %.1f  (check %.6g)\n", k, S, sum / (W*32.0), summax / W, chk);
+  for (int C : {40, 60, 80, 100, 120, 150, 200}) {
+    double p1 = 0; std::vector<long> rest;
+    for (int w = 0; w < W; ++w) { long mx = 0; for (int l = 0; l < 32; ++l) { long x = it[w*32+l]; mx = std::max(mx, std::min<long>(x, C)); if (x > C) rest.push_back(x - C); } p1 += mx; }
+    double p2 = 0; for (size_t i = 0; i < rest.size(); i += 32) { long mx = 0; for (size_t j = i; j < std::min(rest.size(), i + 32); ++j) mx = std::max(mx, rest[j]); p2 += mx; }
+    printf("   cap %d: pass1 %.1f + pass2 %.1f = %.1f per warp (%.1f%% queries continue)\n", C, p1 / W, p2 / W, (p1 + p2) / W, 100.0 * rest.size() / m);
+  }
 }
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard g(argc, argv);
-  int n = 1000000, m = argc > 1 ? atoi(argv[1]) : 200000;
+  int m = argc > 1 ? atoi(argv[1]) : 200000; int n = argc > 2 ? atoi(argv[2]) : 1000000;
   std::mt19937 rng(1); std::uniform_real_distribution<float> u(0, 1);
   Kokkos::View<Point<T, D>*, Kokkos::HostSpace> pts("p", n), qs("q", m);
   for (int i = 0; i < n; ++i) for (int d = 0; d < D; ++d) pts(i)[d] = u(rng);
