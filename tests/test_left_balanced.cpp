@@ -736,6 +736,13 @@ TEST_CASE_TEMPLATE("regrouped kNN walks give the same results", Exec, KDFORGE_TE
         qo.regroup_iterations = cap;
         KnnResultFor<Exec, decltype(tree)> r;
         knn(exec, tree, dq, k, r, qo, ws); // the workspace reused across k and caps
+        // the two saved-walk counters take turns: the one just used holds
+        // this call's count, the next call's was zeroed by this call
+        auto counts = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ws.regroup_count);
+        REQUIRE(counts.extent(0) == 2);
+        CHECK(counts(ws.regroup_turn) == 0);
+        CHECK(counts(1 - ws.regroup_turn) <= queries.size());
+        if (cap == 1) CHECK(counts(1 - ws.regroup_turn) == queries.size()); // every walk saved at its first step
         auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
         auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
         for (std::size_t q = 0; q < queries.size(); ++q) {

@@ -67,7 +67,7 @@ class QueryWorkspace {
   /// Bytes held now.
   std::size_t bytes() const {
     return codes.span() * sizeof(std::uint32_t) + order_bytes.span() + scratch.span() + regroup_bytes.span() +
-           (regroup_count.data() ? sizeof(unsigned long long) : 0);
+           regroup_count.span() * sizeof(unsigned long long);
   }
   /// Frees everything (the next call allocates again).
   void release() { *this = QueryWorkspace(); }
@@ -77,7 +77,11 @@ class QueryWorkspace {
   Kokkos::View<char*, MemorySpace> order_bytes;
   Kokkos::View<char*, MemorySpace> scratch;
   Kokkos::View<char*, MemorySpace> regroup_bytes;                 // saved walks (see automatic_regroup)
-  Kokkos::View<unsigned long long, MemorySpace> regroup_count; // how many were saved
+  // How many were saved: two counters taking turns (regroup_turn says
+  // whose), the second pass zeroing the other one for the next call, so
+  // no call needs a kernel of its own to reset its counter.
+  Kokkos::View<unsigned long long*, MemorySpace> regroup_count;
+  int regroup_turn = 0;
 };
 
 namespace detail {
@@ -266,7 +270,8 @@ struct KnnSortedFunctor {
   Walk walk;
   int regroup = 0; // > 0: set the walk aside after this many iterations (trail walk)
   Kokkos::View<Record*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> saved = {};
-  Kokkos::View<unsigned long long, MS> saved_count = {};
+  Kokkos::View<unsigned long long*, MS> saved_count = {}; // two; this call's is saved_count(turn)
+  int turn = 0;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
@@ -275,7 +280,7 @@ struct KnnSortedFunctor {
       kernels::TrailState<Index> st;
       if (!kernels::trail_shrinking_run(tree, q, cand, walk.bucket_levels, st, regroup)) {
         // one slot per query at most: `saved` (M records) never overflows
-        Record& r = saved(claim_slot(saved_count.data()));
+        Record& r = saved(claim_slot(&saved_count(turn)));
         for (int j = 0; j < CAP; ++j) r.c[j] = cand.c[j];
         r.state = st;
         r.qi = qi;
@@ -302,9 +307,11 @@ struct KnnResumeFunctor {
   T sq_cutoff;
   Walk walk;
   Kokkos::View<Record*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> saved;
-  Kokkos::View<unsigned long long, MS> saved_count;
+  Kokkos::View<unsigned long long*, MS> saved_count;
+  int turn;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
-    if (std::uint64_t(i) >= saved_count()) return;
+    if (i == 0) saved_count(1 - turn) = 0; // the next call's counter (see QueryWorkspace::regroup_count)
+    if (std::uint64_t(i) >= saved_count(turn)) return;
     Record const& r = saved(i);
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
     for (int j = 0; j < CAP; ++j) cand.c[j] = r.c[j];
@@ -661,14 +668,18 @@ void run_sorted(char const* name, char const* resume_name, Exec const& exec, Tre
   std::size_t const bytes = std::size_t(m) * sizeof(Record);
   if (ws.regroup_bytes.extent(0) < bytes)
     ws.regroup_bytes = Kokkos::View<char*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::regroup"), bytes);
-  if (!ws.regroup_count.data()) ws.regroup_count = Kokkos::View<unsigned long long, MS>("kdforge::knn::regroup_count");
-  Kokkos::deep_copy(exec, ws.regroup_count, 0ull);
+  if (!ws.regroup_count.data()) { // zeroed once, here; the second passes keep them so
+    ws.regroup_count = Kokkos::View<unsigned long long*, MS>("kdforge::knn::regroup_count", 2);
+    ws.regroup_turn = 0;
+  }
   f.regroup = regroup;
   f.saved = decltype(f.saved)(reinterpret_cast<Record*>(ws.regroup_bytes.data()), m);
   f.saved_count = ws.regroup_count;
+  f.turn = ws.regroup_turn;
   Kokkos::parallel_for(name, policy, f);
   Kokkos::parallel_for(resume_name, policy,
-                       KnnResumeFunctor<Tree, QV, Result, CAP>{tree, q, res, k, sq_cutoff, walk, f.saved, f.saved_count});
+                       KnnResumeFunctor<Tree, QV, Result, CAP>{tree, q, res, k, sq_cutoff, walk, f.saved, f.saved_count, f.turn});
+  ws.regroup_turn = 1 - ws.regroup_turn;
 }
 
 template <class Exec, class Tree, class QV, class Result>
