@@ -74,6 +74,7 @@ public:
   }
   /// Round robin, as in the paper (x, y, z, x, ... from the root).
   KOKKOS_FORCEINLINE_FUNCTION int split_dim(Index, int level) const { return level % D; }
+  static constexpr bool round_robin_splits = true; // see kernels::split_offset
 
   /// The points in the builder's final order (not level order; see position()).
   Kokkos::View<point_type*, MemorySpace> points() const { return m_points; }

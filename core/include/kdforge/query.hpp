@@ -23,6 +23,7 @@
 #include <new>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kdforge {
@@ -91,10 +92,30 @@ constexpr bool runs_on_gpu() {
   return !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
 }
 
+template <class Tree, class = void>
+struct has_split_dim_as : std::false_type {};
+template <class Tree>
+struct has_split_dim_as<Tree, std::void_t<decltype(std::declval<Tree const&>().template split_dim_as<SplitPolicy::round_robin>(
+                                  typename Tree::index_type(0), 0))>> : std::true_type {};
+
+/// Calls f(tree), or on GPUs f(FixedSplitTree<Tree, P>(tree)) for the
+/// tree's split policy P: the query kernels are compiled once per policy
+/// there (see FixedSplitTree). CPUs predict the policy's branch, so their
+/// kernels are not doubled.
+template <class Exec, class Tree, class F>
+void with_fixed_split(Tree const& tree, F const& f) {
+  if constexpr (runs_on_gpu<Exec>() && has_split_dim_as<Tree>::value) {
+    if (tree.split_policy() == SplitPolicy::round_robin) f(FixedSplitTree<Tree, SplitPolicy::round_robin>(tree));
+    else f(FixedSplitTree<Tree, SplitPolicy::widest_dimension>(tree));
+  } else {
+    f(tree);
+  }
+}
+
 /// How the queries of one call walk the tree.
 struct Walk {
   Traversal traversal; // never automatic
-  int bucket_levels;
+  kernels::Buckets buckets;
 };
 
 /// Bucket levels when the options leave them to kdforge (-1): measured,
@@ -123,15 +144,15 @@ Walk make_walk(Options const& o, char const* where) {
   Traversal const t = o.traversal != Traversal::automatic ? o.traversal
                       : runs_on_gpu<Exec>()                 ? Traversal::trail
                                                             : Traversal::stack;
-  return {t, o.bucket_levels < 0 ? default_bucket_levels<Exec>() : o.bucket_levels};
+  return {t, kernels::Buckets(o.bucket_levels < 0 ? default_bucket_levels<Exec>() : o.bucket_levels)};
 }
 
 template <class Tree, class Visitor>
 KOKKOS_FORCEINLINE_FUNCTION void traverse(Walk const& walk, Tree const& tree, typename Tree::point_type const& q,
                                           Visitor& v) {
-  if (walk.traversal == Traversal::trail) kernels::traverse_trail(tree, q, v, walk.bucket_levels);
-  else if (walk.traversal == Traversal::stack_free) kernels::traverse_stack_free(tree, q, v, walk.bucket_levels);
-  else kernels::traverse_stack(tree, q, v, walk.bucket_levels);
+  if (walk.traversal == Traversal::trail) kernels::traverse_trail(tree, q, v, walk.buckets);
+  else if (walk.traversal == Traversal::stack_free) kernels::traverse_stack_free(tree, q, v, walk.buckets);
+  else kernels::traverse_stack(tree, q, v, walk.buckets);
 }
 
 // Queries as a View<Point<T, D>*> in the execution space; copied only when
@@ -278,7 +299,7 @@ struct KnnSortedFunctor {
     typename Tree::point_type const q(queries(qi));
     if (regroup > 0) {
       kernels::TrailState<Index> st;
-      if (!kernels::trail_shrinking_run(tree, q, cand, walk.bucket_levels, st, regroup)) {
+      if (!kernels::trail_shrinking_run(tree, q, cand, walk.buckets, st, regroup)) {
         // one slot per query at most: `saved` (M records) never overflows
         Record& r = saved(claim_slot(&saved_count(turn)));
         for (int j = 0; j < CAP; ++j) r.c[j] = cand.c[j];
@@ -316,7 +337,7 @@ struct KnnResumeFunctor {
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
     for (int j = 0; j < CAP; ++j) cand.c[j] = r.c[j];
     auto st = r.state;
-    kernels::trail_shrinking_run(tree, typename Tree::point_type(queries(r.qi)), cand, walk.bucket_levels, st, -1);
+    kernels::trail_shrinking_run(tree, typename Tree::point_type(queries(r.qi)), cand, walk.buckets, st, -1);
     write_sorted_row(res, r.qi, cand, k);
   }
 };
@@ -737,7 +758,9 @@ void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnR
   detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
   detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
   int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, k, "knn");
-  detail::run_knn(exec, tree, q, k, out, sq_cutoff, walk, options.order, regroup, workspace);
+  detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+    detail::run_knn(exec, t, q, k, out, sq_cutoff, walk, options.order, regroup, workspace);
+  });
 }
 
 /// As above, with scratch memory allocated for this call.
@@ -773,7 +796,9 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
   detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
   using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
   int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, 1, "closest_point");
-  detail::run_knn(exec, tree, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, regroup, workspace);
+  detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+    detail::run_knn(exec, t, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, regroup, workspace);
+  });
 }
 
 /// As above, with scratch memory allocated for this call.
@@ -811,9 +836,12 @@ void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, do
   if (m == 0) return;
   detail::Region region("kdforge::radius_count");
   auto order = detail::processing_order(exec, tree, q, options.order, workspace);
-  Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), std::decay_t<decltype(counts)>>{
-                           tree, q, order, counts, sq_r, options.max_neighbors, walk});
+  detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+    using FT = std::decay_t<decltype(t)>;
+    Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         detail::RadiusCountFunctor<FT, decltype(q), decltype(order), std::decay_t<decltype(counts)>>{
+                             t, q, order, counts, sq_r, options.max_neighbors, walk});
+  });
 }
 
 /// As above, with scratch memory allocated for this call.
@@ -908,13 +936,19 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   } else if (m > 0 && buffered) {
     bidx = decltype(bidx)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
     bdist = decltype(bdist)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
-    Kokkos::parallel_for("kdforge::radius::count_and_buffer", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         detail::RadiusBufferFunctor<Tree, decltype(q), decltype(order), decltype(counts), decltype(bidx),
-                                                     decltype(bdist)>{tree, q, order, counts, bidx, bdist, sq_r, walk});
+    detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using FT = std::decay_t<decltype(t)>;
+      Kokkos::parallel_for("kdforge::radius::count_and_buffer", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                           detail::RadiusBufferFunctor<FT, decltype(q), decltype(order), decltype(counts), decltype(bidx),
+                                                       decltype(bdist)>{t, q, order, counts, bidx, bdist, sq_r, walk});
+    });
   } else if (m > 0) {
-    Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         detail::RadiusCountFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
-                             tree, q, order, counts, sq_r, options.max_neighbors, walk});
+    detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using FT = std::decay_t<decltype(t)>;
+      Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                           detail::RadiusCountFunctor<FT, decltype(q), decltype(order), decltype(counts)>{
+                               t, q, order, counts, sq_r, options.max_neighbors, walk});
+    });
   }
   backend::exclusive_scan_async(exec, res.offsets, res.offsets, workspace.scratch);
   std::int64_t total = 0;
@@ -931,13 +965,19 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   if (appended) {
     // copied above
   } else if (m > 0 && buffered) {
-    Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         detail::RadiusCopyFunctor<Tree, decltype(q), decltype(order), Result, decltype(bidx), decltype(bdist)>{
-                             tree, q, order, res, bidx, bdist, sq_r, options.sort, walk});
+    detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using FT = std::decay_t<decltype(t)>;
+      Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                           detail::RadiusCopyFunctor<FT, decltype(q), decltype(order), Result, decltype(bidx), decltype(bdist)>{
+                               t, q, order, res, bidx, bdist, sq_r, options.sort, walk});
+    });
   } else if (m > 0) {
-    Kokkos::parallel_for("kdforge::radius::fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         detail::RadiusFillFunctor<Tree, decltype(q), decltype(order), Result>{
-                             tree, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, walk});
+    detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using FT = std::decay_t<decltype(t)>;
+      Kokkos::parallel_for("kdforge::radius::fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                           detail::RadiusFillFunctor<FT, decltype(q), decltype(order), Result>{
+                               t, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, walk});
+    });
   }
   exec.fence();
 }

@@ -90,10 +90,13 @@ KOKKOS_FORCEINLINE_FUNCTION T add_rn(T a, T b) {
 } // namespace detail
 
 /// Squared distance between two points, bit-identical on every backend.
+/// Summed from the first square, not from 0: the same bits (a square is
+/// never -0, and 0 + x is x otherwise), one add fewer.
 template <class T, int D>
 KOKKOS_FORCEINLINE_FUNCTION T sq_distance(Point<T, D> const& a, Point<T, D> const& b) {
-  T s = 0;
-  for (int d = 0; d < D; ++d) {
+  T const d0 = a[0] - b[0];
+  T s = detail::mul_rn(d0, d0);
+  for (int d = 1; d < D; ++d) {
     T const diff = a[d] - b[d];
     s = detail::add_rn(s, detail::mul_rn(diff, diff));
   }

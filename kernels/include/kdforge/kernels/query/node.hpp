@@ -48,11 +48,15 @@ KOKKOS_FORCEINLINE_FUNCTION Offsets<T, D> offsets(Point<T, D> const& q, PackedNo
 }
 
 /// Squared length of q - p, summed in dimension order with explicit
-/// rounding: the same bits on every backend.
+/// rounding: the same bits on every backend. The sum starts from the first
+/// square rather than from 0: a square is +0, positive, +inf or NaN, and
+/// 0 + x is x for all of them, so the bits are those of the 0-based sum,
+/// and the GPU loops lose an FADD with a zero operand that nvcc may not drop
+/// (it cannot know x is not -0).
 template <class T, int D>
 KOKKOS_FORCEINLINE_FUNCTION T sq_norm(Offsets<T, D> const& o) {
-  T s = 0;
-  for (int d = 0; d < D; ++d) s = kdforge::detail::add_rn(s, kdforge::detail::mul_rn(o.v[d], o.v[d]));
+  T s = kdforge::detail::mul_rn(o.v[0], o.v[0]);
+  for (int d = 1; d < D; ++d) s = kdforge::detail::add_rn(s, kdforge::detail::mul_rn(o.v[d], o.v[d]));
   return s;
 }
 

@@ -55,6 +55,19 @@ namespace kdforge::kernels {
 /// The most bucket levels a query may ask for (buckets of up to 63 nodes).
 inline constexpr int max_bucket_levels = 6;
 
+/// The bottom levels scanned as buckets: how many, and the nodes of a full
+/// bucket, (1 << levels) - 1. The walks take this pair rather than the
+/// level count: made on the host (as the query functions do, in their Walk),
+/// the size reaches a GPU kernel as a parameter, while from the level count
+/// nvcc recomputed it in every iteration of the loops (4 of the 80
+/// instructions of the closest-point loop, SASS of the H100 build).
+struct Buckets {
+  int levels = 0;
+  int size = 0;
+  KOKKOS_FUNCTION constexpr Buckets(int bucket_levels) // NOLINT: implicit, a level count is a Buckets
+      : levels(bucket_levels), size((1 << bucket_levels) - 1) {}
+};
+
 /// Level whose nodes are buckets: L - bucket_levels (L: levels of a tree of
 /// n node slots), at least 0. bucket_levels = 0 gives L: no node is a bucket.
 KOKKOS_FORCEINLINE_FUNCTION int bucket_level(std::int64_t n, int bucket_levels) {
@@ -119,9 +132,10 @@ KOKKOS_FORCEINLINE_FUNCTION bool scan_bucket(Tree const& tree, typename Tree::po
 /// slower on 2 EPYC cores (kNN k = 8 470 vs 438 ms, closest 262 vs 249).
 template <int D, class T>
 KOKKOS_FORCEINLINE_FUNCTION T cell_distance(T const (&off)[D], int dim, T diff) {
-  T rd = 0;
+  T const o0 = dim == 0 ? diff : off[0];
+  T rd = kdforge::detail::mul_rn(o0, o0); // = 0 + o0 * o0: squares are >= +0 (see sq_norm)
   KDFORGE_UNROLL
-  for (int d = 0; d < D; ++d) {
+  for (int d = 1; d < D; ++d) {
     T const o = d == dim ? diff : off[d];
     rd = kdforge::detail::add_rn(rd, kdforge::detail::mul_rn(o, o));
   }
@@ -138,7 +152,8 @@ KOKKOS_FORCEINLINE_FUNCTION T cell_distance(T const (&off)[D], int dim, T diff) 
 /// k = 16 968 -> 744, closest 291 -> 238, radius 512 -> 393, k = 1 equal.
 template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
-                                    int bucket_levels) {
+                                    Buckets buckets) {
+  int const bucket_levels = buckets.levels;
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   constexpr int D = Tree::dimension;
@@ -205,10 +220,13 @@ struct BucketCursor {
   /// returns false (and resets) when the node just visited was its last.
   /// A node past the tree's end ends the bucket: every later node in level
   /// order is past it too.
-  KOKKOS_FORCEINLINE_FUNCTION bool next(Index root, int levels, Index n, Index& u) {
+  /// `size`: nodes of a full bucket, (1 << bucket_levels) - 1 (computed
+  /// once per walk by the caller: in the GPU loops nvcc recomputed it in
+  /// every iteration otherwise).
+  KOKKOS_FORCEINLINE_FUNCTION bool next(Index root, int size, Index n, Index& u) {
     int const k = j + 1;
     u = (root << lb::highest_bit(std::uint32_t(k + 1))) + k;
-    if (k < (1 << levels) - 1 && u < n) {
+    if (k < size && u < n) {
       j = k;
       return true;
     }
@@ -231,7 +249,8 @@ struct BucketCursor {
 /// 2009: step until a bucket, then scan) measured slower still.
 template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
-                                         int bucket_levels) {
+                                         Buckets buckets) {
+  int const bucket_levels = buckets.levels;
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   Index const n = tree.node_count();
@@ -242,6 +261,7 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
   int level = 0;   // curr's level
   Index u = 0;     // the node this iteration visits: curr, or in a bucket its node
   BucketCursor<Index> bucket;
+  int const bucket_size = buckets.size;
   while (true) {
     bool const scanning = level == lb;
     bool const exists = !scanning || tree.has_node(u);
@@ -256,7 +276,7 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
     Index const parent = (curr + 1) / 2 - 1;
     Index next = parent;
     if (scanning) {
-      if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
+      if (bucket.next(curr, bucket_size, n, u)) continue; // the bucket's next node
     } else {
       int const dim = tree.split_dim(curr, level);
       T const diff = component<Tree::dimension>(o, dim);
@@ -275,6 +295,52 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
     prev = curr;
     curr = next;
     u = next;
+  }
+}
+
+/// Whether a tree's split dimension is its level mod D at compile time
+/// (`static constexpr bool round_robin_splits = true`: MedianTree, and a
+/// LeftBalancedTree seen through detail::FixedSplitTree on GPUs).
+template <class Tree, class = void>
+struct is_round_robin : std::false_type {};
+template <class Tree>
+struct is_round_robin<Tree, std::enable_if_t<Tree::round_robin_splits>> : std::true_type {};
+
+/// Bit l set for the levels l whose round-robin split dimension is e.
+template <class Mask, int D>
+KOKKOS_FORCEINLINE_FUNCTION constexpr Mask level_mask(int e) {
+  Mask m = 0;
+  for (int l = e; l < int(sizeof(Mask) * 8); l += D) m |= Mask(1) << l;
+  return m;
+}
+
+/// x replaced by o[e] for the e in [E, D) whose levels include vbit's.
+/// Each mask is a constexpr variable: evaluated by the compiler. (Called
+/// with e a loop counter, even an unrolled one, nvcc built the masks with a
+/// loop in every iteration of the walk: closest point 0.42 -> 0.53 ms.)
+template <class Mask, int D, int E = 1, class O, class X>
+KOKKOS_FORCEINLINE_FUNCTION X pick_by_level(O const& o, Mask vbit, X x) {
+  if constexpr (E >= D) {
+    return x;
+  } else {
+    constexpr Mask m = level_mask<Mask, D>(E);
+    return pick_by_level<Mask, D, E + 1>(o, vbit, (vbit & m) != 0 ? o[E] : x);
+  }
+}
+
+/// o's component in the split dimension of node v on level vl, given
+/// vbit = 1 << vl (the trail walks have it for their pending masks). For
+/// round-robin trees the dimension is never computed: vbit tested against
+/// constant masks picks the component (for D = 3 on GPUs, two LOP3 against
+/// a modulo by 3 and two compares).
+template <class Tree, class O, class Mask>
+KOKKOS_FORCEINLINE_FUNCTION auto split_offset(Tree const& tree, O const& o, typename Tree::index_type v, int vl,
+                                              Mask vbit) {
+  constexpr int D = Tree::dimension;
+  if constexpr (is_round_robin<Tree>::value) {
+    return pick_by_level<Mask, D>(o, vbit, o[0]);
+  } else {
+    return component<D>(o, tree.split_dim(v, vl));
   }
 }
 
@@ -328,31 +394,40 @@ struct TrailState {
 /// says where to resume.
 template <class Tree, class Visitor>
 KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
-                                         int bucket_levels, TrailState<typename Tree::index_type>& state,
+                                         Buckets buckets, TrailState<typename Tree::index_type>& state,
                                          int max_iterations) {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   using Mask = TrailMask<Index>;
   Index const n = tree.node_count();
   if (n == 0) return true;
-  int const lb = bucket_level(n, bucket_levels);
+  int const lb = bucket_level(n, buckets.levels);
   Mask pending = state.pending;
   Index curr = state.curr;
   int level = state.level;
   Index u = state.u;
   bool popping = state.popping;
   BucketCursor<Index> bucket = state.bucket;
-  std::int64_t left = max_iterations;
+  int const bucket_size = buckets.size;
+  int left = max_iterations;
   while (true) {
+    // Both exits write the state back. Returning without it (a finished
+    // walk's state is never read) made nvcc keep a zeroed copy of the state
+    // for that exit and re-zero it in every iteration: 5 of the capped
+    // k = 1 loop's 95 instructions (SASS, H100 build).
     if (left-- == 0) { // never when negative
       state = {pending, curr, u, level, popping, bucket};
       return false;
     }
     int const top = lb::highest_bit(pending); // -1 when nothing is pending
-    if (popping && top < 0) return true;
+    if (popping && top < 0) {
+      state = {pending, curr, u, level, popping, bucket};
+      return true;
+    }
     int const vl = popping ? top : level; // the loaded node's level
+    Mask const vbit = Mask(1) << vl;
     Index const v = popping ? ((curr + 1) >> (level - top)) - 1 : u;
-    pending &= popping ? ~(Mask(1) << top) : ~Mask(0);
+    pending &= popping ? ~vbit : ~Mask(0);
     bool const scanning = !popping && level == lb;
     bool const exists = !scanning || tree.has_node(v);
     typename Tree::node_type p{};
@@ -360,11 +435,13 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     auto const o = offsets(q, p);
     if (exists && !popping) {
       visitor.visit(p.index, sq_norm(o));
-      if (visitor.done()) return true;
+      if (visitor.done()) {
+        state = {pending, curr, u, level, popping, bucket};
+        return true;
+      }
     }
     // v's plane (used by steps and pops)
-    int const dim = tree.split_dim(v, vl);
-    T const diff = component<Tree::dimension>(o, dim);
+    T const diff = split_offset(tree, o, v, vl, vbit);
     bool const within = diff * diff <= visitor.bound();
     Index const close = diff < 0 ? 2 * v + 1 : 2 * v + 2;
     Index const far = diff < 0 ? 2 * v + 2 : 2 * v + 1;
@@ -372,11 +449,11 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     // the cursor resets itself after the bucket's last node)
     BucketCursor<Index> next_bucket = bucket;
     Index next_u = 0;
-    bool const scan_on = next_bucket.next(curr, bucket_levels, n, next_u) && scanning;
+    bool const scan_on = next_bucket.next(curr, bucket_size, n, next_u) && scanning;
     bool const step = !popping && !scanning;
     bool const descend = step && node_exists(tree, close);
     bool const enter = popping && within; // a pop into its far child
-    if (step && within && node_exists(tree, far)) pending |= Mask(1) << level;
+    if (step && within && node_exists(tree, far)) pending |= vbit; // vl is level in a step
     bucket = scan_on ? next_bucket : BucketCursor<Index>{};
     Index const next = scan_on ? next_u : descend ? close : far;
     bool const moves = scan_on || descend || enter;
@@ -427,7 +504,8 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
 /// traversal", HPG 2010.
 template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
-                                    int bucket_levels) {
+                                    Buckets buckets) {
+  int const bucket_levels = buckets.levels;
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   // < 2^31 node slots have at most 31 levels; 64-bit indices, 63
@@ -438,7 +516,7 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
   int const lb = bucket_level(n, bucket_levels);
   if constexpr (!fixed) {
     TrailState<Index> state;
-    trail_shrinking_run(tree, q, visitor, bucket_levels, state, -1);
+    trail_shrinking_run(tree, q, visitor, buckets, state, -1);
   } else {
     Mask pending = 0;
     Mask far_right = 0; // bit l set when level l's pending far child is a right child
@@ -446,6 +524,7 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
     int level = 0;      // curr's level
     Index u = 0;        // the node this iteration visits: curr, or in a bucket its node
     BucketCursor<Index> bucket;
+    int const bucket_size = buckets.size;
     while (true) {
       bool const scanning = level == lb;
       bool const exists = !scanning || tree.has_node(u);
@@ -457,15 +536,15 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
         if (visitor.done()) return;
       }
       if (scanning) {
-        if (bucket.next(curr, bucket_levels, n, u)) continue; // the bucket's next node
+        if (bucket.next(curr, bucket_size, n, u)) continue; // the bucket's next node
       } else {
-        int const dim = tree.split_dim(u, level);
-        T const diff = component<Tree::dimension>(o, dim);
+        Mask const lbit = Mask(1) << level;
+        T const diff = split_offset(tree, o, u, level, lbit);
         Index const close = diff < 0 ? 2 * u + 1 : 2 * u + 2;
         Index const far = diff < 0 ? 2 * u + 2 : 2 * u + 1;
         if (diff * diff <= visitor.bound() && node_exists(tree, far)) {
-          pending |= Mask(1) << level;
-          if (diff < 0) far_right |= Mask(1) << level;
+          pending |= lbit;
+          if (diff < 0) far_right |= lbit;
         }
         if (node_exists(tree, close)) {
           curr = close;
