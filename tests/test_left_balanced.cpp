@@ -321,20 +321,26 @@ struct RecordingVisitor {
 using walk_order::RecordingVisitor;
 
 // The claim behind "all walks find the same unsorted radius rows": for the
-// same bucket levels, stack-free and trail visit the same nodes in the same
-// order, with a shrinking bound and with a fixed one (trail: with and without
-// its fixed-bound shortcut); the stack walk, which prunes with the distance
-// to a far child's whole cell instead of its plane, visits a subsequence of
-// them, with the same visits that matter (within the bound), in the same
-// order. Checked directly on the host, node by node, for sizes whose last
-// level is full, nearly empty and in between, and trees whose planes are
-// degenerate (duplicates, a line).
+// same bucket levels and a fixed bound (radius visitors declare it),
+// stack-free and trail visit the same nodes in the same order (trail: with
+// and without its fixed-bound shortcut); the stack walk, which prunes with
+// the distance to a far child's whole cell instead of its plane, visits a
+// subsequence of them, with the same visits that matter (within the bound),
+// in the same order. With a bound that may shrink (kNN), the stack and trail
+// walks show a path's nodes later, or not at all (see kernels::trail_descend
+// and traverse_stack): there, each walk visits no node twice, visits every
+// node within the final bound, and ends with the same best distances; the
+// stack-free walk shows the root first, the deferring ones never. Checked
+// directly on the host, node by node, for sizes whose last level is full,
+// nearly empty and in between, and trees whose planes are degenerate
+// (duplicates, a line).
 TEST_CASE("every walk visits the same nodes in the same order") {
   using Host = Kokkos::DefaultHostExecutionSpace;
   static_assert(kernels::has_fixed_bound<RecordingVisitor<true>>::value);
   static_assert(!kernels::has_fixed_bound<RecordingVisitor<false>>::value);
   Host exec;
-  std::size_t pruned = 0; // visits the stack walk's cell distances save
+  std::size_t pruned = 0;   // visits the stack walk's cell distances save
+  std::size_t root_first = 0; // shrinking bound, n >= 1000: deferring walks that showed the root first
   for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(7), std::size_t(8),
                         std::size_t(100), std::size_t(1000), std::size_t(1025)}) {
     for (auto dist : {Distribution::uniform, Distribution::duplicates, Distribution::line}) {
@@ -345,23 +351,16 @@ TEST_CASE("every walk visits the same nodes in the same order") {
       queries[0] = pts[0];
       auto tree = build_left_balanced(exec, to_device<Host>(pts, "p"));
       for (int levels = 0; levels <= kernels::max_bucket_levels; ++levels) {
-        for (bool shrinking : {true, false}) {
-          CAPTURE(levels);
-          CAPTURE(shrinking);
-          for (auto const& q : queries) {
-            float const sq_r = 0.2f * 0.2f;
-            RecordingVisitor<false> st{shrinking, sq_r}, sf{shrinking, sq_r}, tr{shrinking, sq_r};
-            RecordingVisitor<true> trf{shrinking, sq_r};
+        CAPTURE(levels);
+        for (auto const& q : queries) {
+          float const sq_r = 0.2f * 0.2f;
+          { // fixed bound, declared: one order
+            RecordingVisitor<true> st{false, sq_r}, sf{false, sq_r}, tr{false, sq_r};
             kernels::traverse_stack(tree, q, st, levels);
             kernels::traverse_stack_free(tree, q, sf, levels);
             kernels::traverse_trail(tree, q, tr, levels);
             REQUIRE(!st.order.empty());
-            if (shrinking) REQUIRE(!sf.hits.empty()); // the first visit always matters
             CHECK(tr.order == sf.order);
-            if (!shrinking) {
-              kernels::traverse_trail(tree, q, trf, levels);
-              CHECK(trf.order == sf.order);
-            }
             CHECK(st.hits == sf.hits);
             std::size_t matched = 0; // st.order is a subsequence of sf.order
             for (std::size_t j = 0; j < sf.order.size() && matched < st.order.size(); ++j)
@@ -369,11 +368,40 @@ TEST_CASE("every walk visits the same nodes in the same order") {
             CHECK(matched == st.order.size());
             if (n >= 1000 && levels == 0) pruned += sf.order.size() - st.order.size();
           }
+          for (bool shrinking : {true, false}) { // kNN-like; or a fixed radius not declared
+            CAPTURE(shrinking);
+            RecordingVisitor<false> st{shrinking, sq_r}, sf{shrinking, sq_r}, tr{shrinking, sq_r};
+            kernels::traverse_stack(tree, q, st, levels);
+            kernels::traverse_stack_free(tree, q, sf, levels);
+            kernels::traverse_trail(tree, q, tr, levels);
+            if (shrinking) REQUIRE(!sf.hits.empty()); // the first visit always matters
+            float const final_bound = sf.bound();
+            for (auto const* w : {&st, &tr}) {
+              CHECK(w->bound() == final_bound);
+              for (int j = 0; j < 4; ++j) // with a fixed radius, the best of what was visited within it
+                if (shrinking || sf.best[j] <= sq_r || w->best[j] <= sq_r) CHECK(w->best[j] == sf.best[j]);
+              auto sorted = w->order;
+              std::sort(sorted.begin(), sorted.end());
+              CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()); // none twice
+              for (std::int32_t s = 0; s < std::int32_t(tree.node_count()); ++s) {
+                if (!tree.has_node(s)) continue;
+                auto const p = tree.load(s);
+                if (kernels::sq_distance(q, p) <= final_bound)
+                  CHECK(std::binary_search(sorted.begin(), sorted.end(), p.index));
+              }
+            }
+            if (shrinking && n >= 1000) {
+              std::int32_t const root = tree.load(0).index;
+              CHECK(sf.order.front() == root);
+              root_first += (st.order.front() == root ? 1 : 0) + (tr.order.front() == root ? 1 : 0);
+            }
+          }
         }
       }
     }
   }
   CHECK(pruned > 0);
+  CHECK(root_first == 0); // the deferral is on
 }
 
 // The overloads that write into the caller's result Views: the same results

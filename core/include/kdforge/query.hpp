@@ -298,7 +298,7 @@ struct KnnSortedFunctor {
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
     typename Tree::point_type const q(queries(qi));
     if (regroup > 0) {
-      kernels::TrailState<Index> st;
+      auto st = kernels::trail_descend(tree, q, cand.bound(), walk.buckets);
       if (!kernels::trail_shrinking_run(tree, q, cand, walk.buckets, st, regroup)) {
         // one slot per query at most: `saved` (M records) never overflows
         Record& r = saved(claim_slot(&saved_count(turn)));
@@ -670,6 +670,9 @@ int regroup_iterations(QueryOptions const& o, Walk const& walk, std::int64_t n, 
   // 10M points 0.57 -> 0.54. For k = 8 and 16 every cap tried (120-200)
   // was slower (k = 8 1.20 -> 1.25-1.30 ms): saving 8 candidates and the
   // second launch cost more than the warps gain, so they are not regrouped.
+  // With the deferred first descent (session 13; see kernels::trail_descend)
+  // the main loop's mean is 48 for 1M points; caps 40 / 50 / 60 measured
+  // closest 0.391 / 0.374 / 0.373-0.393 ms, so the cap stays.
   return 3 * lb::num_levels(n);
 }
 

@@ -35,7 +35,9 @@
 // bucket_levels), except that the stack walk's tighter test leaves out some
 // that the others visit for nothing; every node that matters (within the
 // bound when visited) is visited by all, in the same order, so unsorted
-// radius results are the same whichever is used. They never step into a
+// radius results are the same whichever is used. (kNN walks, whose bound
+// shrinks, may defer visits, see trail_descend: their results do not depend
+// on the order.) They never step into a
 // child that does not exist. A visitor provides
 //   T bound() const            squared radius beyond which nothing matters
 //   void visit(Index i, T d2)  the point of caller's index i at squared
@@ -142,6 +144,14 @@ KOKKOS_FORCEINLINE_FUNCTION T cell_distance(T const (&off)[D], int dim, T diff) 
   return rd;
 }
 
+/// Whether a visitor's bound() never changes during a traversal (radius
+/// visitors declare `static constexpr bool fixed_bound = true`); kNN-like
+/// visitors, whose bound shrinks, leave it out.
+template <class Visitor, class = void>
+struct has_fixed_bound : std::false_type {};
+template <class Visitor>
+struct has_fixed_bound<Visitor, std::enable_if_t<Visitor::fixed_bound>> : std::true_type {};
+
 /// Close child first; a far child is kept only if its cell, not just its
 /// plane, is within the bound: the cell's squared distance from q is the
 /// sum over dimensions of q's distance to the cell's slab in each (the
@@ -150,6 +160,18 @@ KOKKOS_FORCEINLINE_FUNCTION T cell_distance(T const (&off)[D], int dim, T diff) 
 /// cell_distance). Each stack entry keeps its cell's per-dimension
 /// distances. 2 EPYC cores, 1M x 1M (session 7): kNN k = 8 545 -> 458 ms,
 /// k = 16 968 -> 744, closest 291 -> 238, radius 512 -> 393, k = 1 equal.
+///
+/// kNN (a bound that shrinks): a node with a far child is shown to the
+/// visitor when that child is popped, not on the way down, and not at all
+/// when the child is dropped: the node's point lies on the far cell's
+/// boundary, so its distance is at least the cell's (same rounding, see
+/// cell_distance), and a dropped cell drops nothing that could matter. Most
+/// of a path's points are far from the query, and offered early, while the
+/// list is still filling, they were inserted only to be evicted again
+/// (host simulation, 1M uniform points, k = 8: 32 -> 18 insertions per
+/// query; perf/NOTES.md, session 13). Radius visitors (fixed bound) see the
+/// nodes on the way down, in the order every walk shares, and so do GPU
+/// kNN kernels (see below).
 template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
                                     Buckets buckets) {
@@ -157,6 +179,15 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   constexpr int D = Tree::dimension;
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  // GPUs walk with traverse_trail unless asked otherwise, and a kNN kernel
+  // holds every walk (the walk is picked at run time): the longer entries
+  // and the distance kept across a step took registers from all of them
+  // (ptxas, sm_90: CAP 16 kernel 62 -> 87 registers, lower occupancy).
+  constexpr bool defer = false;
+#else
+  constexpr bool defer = !has_fixed_bound<Visitor>::value;
+#endif
   Index const n = tree.node_count();
   if (n == 0) return;
   int const lb = bucket_level(n, bucket_levels);
@@ -165,6 +196,8 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
     int level;
     T rd;     // squared distance from q to the far child's cell
     T off[D]; // per dimension, q's distance to that cell
+    Index parent_index; // kNN: the caller's index of the far child's parent
+    T parent_d2;        // and its squared distance, shown to the visitor at the pop
   } stack[33]; // levels of a tree of < 2^32 points
   int top = 0;
   Index node = 0;
@@ -178,8 +211,11 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
       }
       auto const p = tree.load(node);
       auto const o = offsets(q, p);
-      visitor.visit(p.index, sq_norm(o));
-      if (visitor.done()) return;
+      T const d2 = sq_norm(o);
+      if constexpr (!defer) {
+        visitor.visit(p.index, d2);
+        if (visitor.done()) return;
+      }
       int const dim = tree.split_dim(node, level);
       T const diff = component<Tree::dimension>(o, dim);
       Index const right = diff < 0 ? 0 : 1; // arithmetic, not a branch, on CPUs
@@ -192,7 +228,13 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
         e.node = far;
         e.level = level;
         e.rd = cell_distance(off, dim, diff);
+        if constexpr (defer) {
+          e.parent_index = p.index;
+          e.parent_d2 = d2;
+        }
         top += e.rd <= visitor.bound() ? 1 : 0;
+      } else if constexpr (defer) {
+        visitor.visit(p.index, d2); // no far child to wait for
       }
       if (!node_exists(tree, close)) break;
       node = close;
@@ -201,6 +243,7 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
       if (top == 0) return;
       --top;
     } while (stack[top].rd > visitor.bound());
+    if constexpr (defer) visitor.visit(stack[top].parent_index, stack[top].parent_d2);
     node = stack[top].node;
     level = stack[top].level;
     for (int d = 0; d < D; ++d) off[d] = stack[top].off[d];
@@ -344,14 +387,6 @@ KOKKOS_FORCEINLINE_FUNCTION auto split_offset(Tree const& tree, O const& o, type
   }
 }
 
-/// Whether a visitor's bound() never changes during a traversal (radius
-/// visitors declare `static constexpr bool fixed_bound = true`); kNN-like
-/// visitors, whose bound shrinks, leave it out.
-template <class Visitor, class = void>
-struct has_fixed_bound : std::false_type {};
-template <class Visitor>
-struct has_fixed_bound<Visitor, std::enable_if_t<Visitor::fixed_bound>> : std::true_type {};
-
 /// Pending-plane mask of the trail walks: < 2^31 node slots have at most 31
 /// levels; 64-bit indices, 63.
 template <class Index>
@@ -369,6 +404,59 @@ struct TrailState {
   bool popping = false; // the next iteration re-tests the deepest pending plane instead
   BucketCursor<Index> bucket;
 };
+
+/// The first descent of a kNN trail walk, from the root to the query's
+/// bucket, testing planes only; returns the state trail_shrinking_run
+/// starts from. In the kNN trail walk a node on a path (not in a bucket) is
+/// shown to the visitor when its level is popped, not on the way down, and
+/// only if the pop's plane test passes: a node's point lies on its own
+/// plane, so its squared distance is at least its plane's (same rounding:
+/// sq_norm's sum includes the plane's square, and adding squares never
+/// makes a sum smaller), and a failed pop drops nothing that could matter.
+/// Its pending bit therefore stands for its point as well as its far child.
+/// The final candidates are those of an eager walk: the k smallest
+/// (distance, index) pairs do not depend on the order they are offered in.
+///
+/// Why a loop of its own: every query takes exactly its first lb steps
+/// down (the tree is complete), so a warp's lanes run this loop in
+/// lockstep, ~20 instructions per level instead of a full iteration of the
+/// main loop (~80 for k = 1, ~125 for k = 8 with most lanes inserting: the
+/// upper path's points are far, but early on they are all a list has).
+/// Host simulation (1M uniform points and Morton-ordered queries, warps of
+/// 32, bucket_levels 2; perf/NOTES.md, session 13): main-loop iterations
+/// per warp k = 1 115.5 -> 101.1, k = 8 216.8 -> 199.8, plus 18 of these
+/// steps; insertions per query k = 1 11.2 -> 2.7, k = 8 32.1 -> 18.1.
+template <class Tree>
+KOKKOS_FUNCTION TrailState<typename Tree::index_type> trail_descend(Tree const& tree,
+                                                                   typename Tree::point_type const& q,
+                                                                   typename Tree::coordinate_type bound,
+                                                                   Buckets buckets) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using Mask = TrailMask<Index>;
+  TrailState<Index> s;
+  Index const n = tree.node_count();
+  if (n == 0) return s;
+  int const lb = bucket_level(n, buckets.levels);
+  while (s.level < lb) {
+    auto const p = tree.load(s.curr);
+    auto const o = offsets(q, p);
+    Mask const bit = Mask(1) << s.level;
+    T const diff = split_offset(tree, o, s.curr, s.level, bit);
+    // pending: its point or its far side may matter (with no cutoff the
+    // bound is +inf and every level is)
+    if (diff * diff <= bound) s.pending |= bit;
+    Index const close = diff < 0 ? 2 * s.curr + 1 : 2 * s.curr + 2;
+    if (!node_exists(tree, close)) { // the path ends above the buckets: pop this node first
+      s.popping = true;
+      break;
+    }
+    s.curr = close;
+    ++s.level;
+  }
+  s.u = s.curr;
+  return s;
+}
 
 /// traverse_trail's loop for visitors whose bound shrinks (kNN): the same
 /// steps, pops and bucket scans at the same moments, written so that every
@@ -390,8 +478,11 @@ struct TrailState {
 /// them yet.
 ///
 /// Runs at most max_iterations iterations (all, when negative) of this loop
-/// from `state`. Returns true when the walk is finished; otherwise `state`
-/// says where to resume.
+/// from `state` (trail_descend's, or one this function left). Returns true
+/// when the walk is finished; otherwise `state` says where to resume.
+/// Steps only test planes; a pop shows its node to the visitor (same
+/// iteration, same load: see trail_descend) and enters its far child if
+/// the plane is within the bound and the child exists.
 template <class Tree, class Visitor>
 KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
                                          Buckets buckets, TrailState<typename Tree::index_type>& state,
@@ -433,7 +524,7 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     typename Tree::node_type p{};
     if (exists) p = tree.load(v);
     auto const o = offsets(q, p);
-    if (exists && !popping) {
+    if (exists && (popping || scanning)) { // a step's node waits for its pop
       visitor.visit(p.index, sq_norm(o));
       if (visitor.done()) {
         state = {pending, curr, u, level, popping, bucket};
@@ -452,8 +543,8 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     bool const scan_on = next_bucket.next(curr, bucket_size, n, next_u) && scanning;
     bool const step = !popping && !scanning;
     bool const descend = step && node_exists(tree, close);
-    bool const enter = popping && within; // a pop into its far child
-    if (step && within && node_exists(tree, far)) pending |= vbit; // vl is level in a step
+    bool const enter = popping && within && node_exists(tree, far); // a pop into its far child
+    if (step && within) pending |= vbit; // vl is level in a step; pending for its node, and its far child if any
     bucket = scan_on ? next_bucket : BucketCursor<Index>{};
     Index const next = scan_on ? next_u : descend ? close : far;
     bool const moves = scan_on || descend || enter;
@@ -497,9 +588,11 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
 ///
 /// The stack-free walk spends one iteration per level on the way back up,
 /// including the final climb to the root that every query makes; here a
-/// level with nothing pending costs nothing. Same visiting order and same
-/// pruning tests at the same moments as the stack-free walk, hence the same
-/// visited nodes and the same unsorted radius rows. A related bit-trail
+/// level with nothing pending costs nothing. With a fixed bound, the same
+/// visiting order and the same pruning tests at the same moments as the
+/// stack-free walk, hence the same visited nodes and the same unsorted
+/// radius rows (kNN: the first path's visits are deferred, see
+/// trail_descend). A related bit-trail
 /// restart scheme for BVHs: Laine, "Restart trail for stackless BVH
 /// traversal", HPG 2010.
 template <class Tree, class Visitor>
@@ -515,7 +608,7 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
   if (n == 0) return;
   int const lb = bucket_level(n, bucket_levels);
   if constexpr (!fixed) {
-    TrailState<Index> state;
+    auto state = trail_descend(tree, q, visitor.bound(), buckets);
     trail_shrinking_run(tree, q, visitor, buckets, state, -1);
   } else {
     Mask pending = 0;
