@@ -334,7 +334,7 @@ using walk_order::RecordingVisitor;
 // directly on the host, node by node, for sizes whose last level is full,
 // nearly empty and in between, and trees whose planes are degenerate
 // (duplicates, a line).
-TEST_CASE("every walk visits the same nodes in the same order") {
+TEST_CASE("radius walks visit in one order, kNN walks visit all that matters") {
   using Host = Kokkos::DefaultHostExecutionSpace;
   static_assert(kernels::has_fixed_bound<RecordingVisitor<true>>::value);
   static_assert(!kernels::has_fixed_bound<RecordingVisitor<false>>::value);

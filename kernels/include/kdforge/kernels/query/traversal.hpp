@@ -591,7 +591,7 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
 /// level with nothing pending costs nothing. With a fixed bound, the same
 /// visiting order and the same pruning tests at the same moments as the
 /// stack-free walk, hence the same visited nodes and the same unsorted
-/// radius rows (kNN: the first path's visits are deferred, see
+/// radius rows (kNN: a path's nodes are visited when popped, see
 /// trail_descend). A related bit-trail
 /// restart scheme for BVHs: Laine, "Restart trail for stackless BVH
 /// traversal", HPG 2010.
