@@ -52,7 +52,8 @@ public:
   KOKKOS_FORCEINLINE_FUNCTION Index original_index(Index s) const { return m_indices(s); }
   /// Split dimension of node s on tree level `level` (level = floor(log2(s+1))).
   KOKKOS_FORCEINLINE_FUNCTION int split_dim(Index s, int level) const {
-    return m_split == SplitPolicy::round_robin ? level % D : int(m_split_dims(s));
+    return m_split == SplitPolicy::round_robin ? split_dim_as<SplitPolicy::round_robin>(s, level)
+                                               : split_dim_as<SplitPolicy::widest_dimension>(s, level);
   }
   /// split_dim for a tree known to have split policy P (see
   /// detail::FixedSplitTree).
