@@ -150,7 +150,7 @@ void run_approx_knn(Exec const& exec, Tree const& tree, QV const& q, OV const& o
   using F = ApproxKnnFunctor<Tree, QV, OV, Result, CAP, QCAP, QueueView>;
   std::int64_t const m = std::int64_t(q.extent(0));
   if constexpr (QCAP > 0) {
-    Kokkos::parallel_for("kdforge::knn_approximate", Kokkos::RangePolicy<Exec>(exec, 0, m),
+    Kokkos::parallel_for("kdforge::knn_approximate", QueryPolicy<Exec>(exec, 0, m),
                          F{tree, q, order, res, k, sq_cutoff, o.queue_capacity, o.max_leaves, {}, 0});
   } else {
     // At most ~256 MiB of queues at a time. LayoutLeft: on GPUs neighbouring
@@ -160,7 +160,7 @@ void run_approx_knn(Exec const& exec, Tree const& tree, QV const& q, OV const& o
     QueueView queue(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn_approximate::queues"), batch, o.queue_capacity);
     for (std::int64_t b = 0; b < m; b += batch) {
       std::int64_t const e = std::min(m, b + batch);
-      Kokkos::parallel_for("kdforge::knn_approximate", Kokkos::RangePolicy<Exec>(exec, b, e),
+      Kokkos::parallel_for("kdforge::knn_approximate", QueryPolicy<Exec>(exec, b, e),
                            F{tree, q, order, res, k, sq_cutoff, o.queue_capacity, o.max_leaves, queue, b});
     }
   }

@@ -92,6 +92,19 @@ constexpr bool runs_on_gpu() {
   return !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
 }
 
+/// The policy of the per-query kernels (kNN, closest point, radius,
+/// approximate kNN). On CPUs, Kokkos' dynamic schedule: each thread starts
+/// on its own contiguous share of the (Morton-ordered) queries, as with the
+/// static one, and takes chunks from the others' shares when it runs out,
+/// so one slower core no longer holds the whole call back. 16 cores of a
+/// virtual Xeon host, 1M x 1M, same run (perf/NOTES.md, session 14): kNN
+/// k = 8 111-116 -> 94-101 ms, k = 16 171-195 -> 155-164, closest point
+/// 54-57 -> 44-49, and far less spread between repetitions. GPUs: the plain
+/// policy (Kokkos ignores the schedule there).
+template <class Exec>
+using QueryPolicy = std::conditional_t<runs_on_gpu<Exec>(), Kokkos::RangePolicy<Exec>,
+                                       Kokkos::RangePolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>>;
+
 template <class Tree, class = void>
 struct has_split_dim_as : std::false_type {};
 template <class Tree>
@@ -682,7 +695,7 @@ void run_sorted(char const* name, char const* resume_name, Exec const& exec, Tre
                 int regroup, QueryWorkspace<typename Exec::memory_space>& ws) {
   using MS = typename Exec::memory_space;
   std::int64_t const m = std::int64_t(q.extent(0));
-  Kokkos::RangePolicy<Exec> policy(exec, 0, m);
+  QueryPolicy<Exec> policy(exec, 0, m);
   KnnSortedFunctor<Tree, QV, OV, Result, CAP> f{tree, q, order, res, k, sq_cutoff, walk};
   if (regroup <= 0) {
     Kokkos::parallel_for(name, policy, f);
@@ -714,7 +727,7 @@ void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result cons
   if (m == 0) return;
   Region region("kdforge::knn");
   auto order = processing_order(exec, tree, q, order_option, ws);
-  Kokkos::RangePolicy<Exec> policy(exec, 0, m);
+  QueryPolicy<Exec> policy(exec, 0, m);
   using OV = decltype(order);
   constexpr bool column = is_column_result<Result>::value; // closest point: k = 1 only
   if (column || k <= 1) run_sorted<1>("kdforge::knn::k1", "kdforge::knn::k1::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
@@ -841,7 +854,7 @@ void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, do
   auto order = detail::processing_order(exec, tree, q, options.order, workspace);
   detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
     using FT = std::decay_t<decltype(t)>;
-    Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
+    Kokkos::parallel_for("kdforge::radius::count", detail::QueryPolicy<Exec>(exec, 0, m),
                          detail::RadiusCountFunctor<FT, decltype(q), decltype(order), std::decay_t<decltype(counts)>>{
                              t, q, order, counts, sq_r, options.max_neighbors, walk});
   });
@@ -941,14 +954,14 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
     bdist = decltype(bdist)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
     detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
-      Kokkos::parallel_for("kdforge::radius::count_and_buffer", Kokkos::RangePolicy<Exec>(exec, 0, m),
+      Kokkos::parallel_for("kdforge::radius::count_and_buffer", detail::QueryPolicy<Exec>(exec, 0, m),
                            detail::RadiusBufferFunctor<FT, decltype(q), decltype(order), decltype(counts), decltype(bidx),
                                                        decltype(bdist)>{t, q, order, counts, bidx, bdist, sq_r, walk});
     });
   } else if (m > 0) {
     detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
-      Kokkos::parallel_for("kdforge::radius::count", Kokkos::RangePolicy<Exec>(exec, 0, m),
+      Kokkos::parallel_for("kdforge::radius::count", detail::QueryPolicy<Exec>(exec, 0, m),
                            detail::RadiusCountFunctor<FT, decltype(q), decltype(order), decltype(counts)>{
                                t, q, order, counts, sq_r, options.max_neighbors, walk});
     });
@@ -977,7 +990,7 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   } else if (m > 0) {
     detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
-      Kokkos::parallel_for("kdforge::radius::fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
+      Kokkos::parallel_for("kdforge::radius::fill", detail::QueryPolicy<Exec>(exec, 0, m),
                            detail::RadiusFillFunctor<FT, decltype(q), decltype(order), Result>{
                                t, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, walk});
     });
