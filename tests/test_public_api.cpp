@@ -58,3 +58,40 @@ TEST_CASE_TEMPLATE("points adaptor: N x D Views and user structs give the same t
   auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
   for (std::size_t i = 0; i < pts.size(); ++i) CHECK(hi(i, 0) == int(i)); // distinct points: itself
 }
+
+TEST_CASE("huge-page advice covers only whole 2 MiB pages of the allocation, host memory only") {
+  using kdforge::detail::huge_page_bytes;
+  using kdforge::detail::whole_huge_pages;
+  std::uintptr_t const H = huge_page_bytes;
+  // aligned start, whole pages
+  auto r = whole_huge_pages(4 * H, 3 * H);
+  CHECK(r.first == 4 * H);
+  CHECK(r.last == 7 * H);
+  // unaligned start and end: rounded inwards
+  r = whole_huge_pages(4 * H + 100, 3 * H);
+  CHECK(r.first == 5 * H);
+  CHECK(r.last == 7 * H);
+  // no whole page inside
+  r = whole_huge_pages(4 * H + 1, H);
+  CHECK(r.first == r.last);
+  r = whole_huge_pages(4 * H + 1, 0);
+  CHECK(r.first == r.last);
+
+  // small Views are never marked; a large host View may be (a hint the
+  // kernel may refuse), and stays usable either way
+  Kokkos::View<float*, Kokkos::HostSpace> small("small", 1000);
+  CHECK_FALSE(kdforge::detail::advise_huge_pages(small));
+  Kokkos::View<float*, Kokkos::HostSpace> large(Kokkos::view_alloc(Kokkos::WithoutInitializing, "large"), 3 * H);
+  bool const marked = kdforge::detail::advise_huge_pages(large);
+#if !defined(__linux__)
+  CHECK_FALSE(marked);
+#else
+  (void)marked;
+#endif
+  for (std::size_t i = 0; i < large.extent(0); i += 1000) large(i) = float(i);
+  for (std::size_t i = 0; i < large.extent(0); i += 1000) REQUIRE(large(i) == float(i));
+#if defined(KOKKOS_ENABLE_CUDA)
+  Kokkos::View<float*, Kokkos::CudaSpace> device(Kokkos::view_alloc(Kokkos::WithoutInitializing, "device"), 3 * H);
+  CHECK_FALSE(kdforge::detail::advise_huge_pages(device));
+#endif
+}

@@ -5,6 +5,7 @@
 #include <kdforge/kernels/build/left_balanced_partition.hpp>
 #include <kdforge/kernels/build/left_balanced_recursive.hpp>
 #include <kdforge/kernels/build/left_balanced_tags.hpp>
+#include <kdforge/memory.hpp>
 #include <kdforge/options.hpp>
 #include <kdforge/points.hpp>
 #include <kdforge/profiling.hpp>
@@ -157,6 +158,7 @@ build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
   Kokkos::View<Index*, MS> tree_index(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::indices"), n);
   Kokkos::View<typename Tree::node_type*, MS> tree_nodes(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::nodes"), n);
+  advise_huge_pages(tree_nodes); // what the queries read (see memory.hpp)
   bool const remap = input_index.extent(0) > 0 || dropped > 0;
   Kokkos::parallel_for("kdforge::build::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        GatherTree<decltype(pts), decltype(node_point), decltype(tree_nodes)>{

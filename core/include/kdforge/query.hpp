@@ -8,6 +8,7 @@
 #include <kdforge/kernels/query/candidates.hpp>
 #include <kdforge/kernels/query/morton.hpp>
 #include <kdforge/kernels/query/traversal.hpp>
+#include <kdforge/memory.hpp>
 #include <kdforge/options.hpp>
 #include <kdforge/points.hpp>
 #include <kdforge/profiling.hpp>
@@ -629,16 +630,19 @@ struct CopyRowsFunctor {
 namespace detail {
 
 /// v keeps its allocation when it already has extent e0 (x e1); otherwise a
-/// new one (contents undefined) replaces it.
+/// new one (contents undefined, huge pages asked for on hosts: every query
+/// writes its row at its caller's position) replaces it.
 template <class V>
 void ensure_extents(V& v, char const* label, std::int64_t e0) {
   if (v.data() != nullptr && std::int64_t(v.extent(0)) == e0) return;
   v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), e0);
+  advise_huge_pages(v);
 }
 template <class V>
 void ensure_extents(V& v, char const* label, std::int64_t e0, std::int64_t e1) {
   if (v.data() != nullptr && std::int64_t(v.extent(0)) == e0 && std::int64_t(v.extent(1)) == e1) return;
   v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), e0, e1);
+  advise_huge_pages(v);
 }
 
 /// A 1-D View read and written as the single column of an M x 1 result, so
