@@ -926,7 +926,7 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   // chunks: ~16 per thread for balance, each large enough to amortise its buffer
   std::int64_t const chunk = std::max<std::int64_t>(256, m / (16 * std::int64_t(exec.concurrency())) + 1);
   std::int64_t const n_chunks = m > 0 ? (m + chunk - 1) / chunk : 0;
-  using ChunkPolicy = Kokkos::RangePolicy<Exec, Kokkos::Schedule<Kokkos::Dynamic>>;
+  using ChunkPolicy = detail::QueryPolicy<Exec>; // host only here: the dynamic schedule
   // Scratch rows are indexed by processing position and stored slot-major
   // (LayoutLeft): slot j of a warp's 32 queries is one contiguous run, so
   // their writes and reads coalesce (row-major scratch measured slower than
