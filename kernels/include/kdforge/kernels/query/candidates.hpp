@@ -90,18 +90,24 @@ KDFORGE_UNROLL
     }
     c[0] = c[0] < x ? c[0] : x;
 #else
-    bool placed = false;
+    // GPUs: go = "x goes before old c[i]", carried down the slots as one
+    // chained compare per slot (x < c[i - 1] and go: the AND is the compare
+    // instruction's own predicate input); a slot x goes before takes its
+    // lower neighbour if x goes before that one too, else x. Written as
+    // "if (!placed) { x < c[i - 1] ? shift : place }", nvcc compared x
+    // with c[i - 1] twice per slot (once chained for the next slot, once
+    // unchained for the select): 44 SASS instructions for CAP 8, all on
+    // the integer pipe that ncu showed as the kernel's busiest (80%); this
+    // form takes 34. H100, 1M x 1M, same run (perf/NOTES.md, session 15):
+    // kNN k = 8 1.06-1.08 -> 1.00-1.01 ms, k = 16 2.05-2.07 -> 1.77-1.79.
+    bool go = true; // x < c[CAP - 1], tested above
 KDFORGE_UNROLL
     for (int i = CAP - 1; i >= 1; --i) {
-      if (!placed) {
-        if (x < c[i - 1]) c[i] = c[i - 1];
-        else {
-          c[i] = x;
-          placed = true;
-        }
-      }
+      bool const next = go & (x < c[i - 1]);
+      if (go) c[i] = next ? c[i - 1] : x;
+      go = next;
     }
-    if (!placed) c[0] = x;
+    if (go) c[0] = x;
 #endif
   }
   /// f(j, neighbour) for the j-th nearest, j = 0 .. k-1. Slots are visited
