@@ -518,7 +518,6 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     int const vl = popping ? top : level; // the loaded node's level
     Mask const vbit = Mask(1) << vl;
     Index const v = popping ? ((curr + 1) >> (level - top)) - 1 : u;
-    pending &= popping ? ~vbit : ~Mask(0);
     bool const scanning = !popping && level == lb;
     bool const exists = !scanning || tree.has_node(v);
     typename Tree::node_type p{};
@@ -527,7 +526,7 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     if (exists && (popping || scanning)) { // a step's node waits for its pop
       visitor.visit(p.index, sq_norm(o));
       if (visitor.done()) {
-        state = {pending, curr, u, level, popping, bucket};
+        state = {popping ? pending & ~vbit : pending, curr, u, level, popping, bucket};
         return true;
       }
     }
@@ -544,7 +543,16 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     bool const step = !popping && !scanning;
     bool const descend = step && node_exists(tree, close);
     bool const enter = popping && within && node_exists(tree, far); // a pop into its far child
-    if (step && within) pending |= vbit; // vl is level in a step; pending for its node, and its far child if any
+    // A pop clears its level's bit (the highest one set); a step within
+    // the bound sets its own level's bit (pending for its node, and its far
+    // child if any), which is clear: no bit at or deeper than a step's
+    // level is ever set (a pop leaves none deeper than its level, whose bit
+    // it clears, and steps go down one level at a time). One flip instead
+    // of a clear and a set: 3 fewer SASS instructions per iteration of the
+    // kNN k = 8 loop, one of them on the integer pipe that bounds it (ncu,
+    // H100: 80% busy). H100, 1M x 1M, same run (perf/NOTES.md, session
+    // 15): kNN k = 8 0.99-1.00 -> 0.95-0.97 ms, k = 16 1.78 -> 1.73.
+    pending ^= popping || (step && within) ? vbit : Mask(0);
     bucket = scan_on ? next_bucket : BucketCursor<Index>{};
     Index const next = scan_on ? next_u : descend ? close : far;
     bool const moves = scan_on || descend || enter;
