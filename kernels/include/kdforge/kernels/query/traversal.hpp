@@ -502,7 +502,7 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
   int const bucket_size = buckets.size;
   int left = max_iterations;
   while (true) {
-    // Both exits write the state back. Returning without it (a finished
+    // Every exit writes the state back. Returning without it (a finished
     // walk's state is never read) made nvcc keep a zeroed copy of the state
     // for that exit and re-zero it in every iteration: 5 of the capped
     // k = 1 loop's 95 instructions (SASS, H100 build).
@@ -546,11 +546,12 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     // A pop clears its level's bit (the highest one set); a step within
     // the bound sets its own level's bit (pending for its node, and its far
     // child if any), which is clear: no bit at or deeper than a step's
-    // level is ever set (a pop leaves none deeper than its level, whose bit
-    // it clears, and steps go down one level at a time). One flip instead
-    // of a clear and a set: 3 fewer SASS instructions per iteration of the
-    // kNN k = 8 loop, one of them on the integer pipe that bounds it (ncu,
-    // H100: 80% busy). H100, 1M x 1M, same run (perf/NOTES.md, session
+    // level is ever set (trail_descend hands over a bucket scan or a pop, a
+    // pop leaves none deeper than its level, whose bit it clears, steps go
+    // down one level at a time, and a saved state is one taken at the top
+    // of an iteration). One flip instead of a clear and a set: 3 fewer
+    // SASS instructions per iteration of the kNN k = 8 loop, one of them on
+    // the integer pipe that bounds it (ncu, H100: 80% busy). H100, 1M x 1M, same run (perf/NOTES.md, session
     // 15): kNN k = 8 0.99-1.00 -> 0.95-0.97 ms, k = 16 1.78 -> 1.73.
     pending ^= popping || (step && within) ? vbit : Mask(0);
     bucket = scan_on ? next_bucket : BucketCursor<Index>{};
