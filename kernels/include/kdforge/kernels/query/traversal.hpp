@@ -551,8 +551,9 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     // down one level at a time, and a saved state is one taken at the top
     // of an iteration). One flip instead of a clear and a set: 3 fewer
     // SASS instructions per iteration of the kNN k = 8 loop, one of them on
-    // the integer pipe that bounds it (ncu, H100: 80% busy). H100, 1M x 1M, same run (perf/NOTES.md, session
-    // 15): kNN k = 8 0.99-1.00 -> 0.95-0.97 ms, k = 16 1.78 -> 1.73.
+    // the integer pipe that bounds it (ncu, H100: 80% busy). H100, 1M x
+    // 1M, same run (perf/NOTES.md, session 15): kNN k = 8 0.99-1.00 ->
+    // 0.95-0.97 ms, k = 16 1.78 -> 1.73.
     pending ^= popping || (step && within) ? vbit : Mask(0);
     bucket = scan_on ? next_bucket : BucketCursor<Index>{};
     Index const next = scan_on ? next_u : descend ? close : far;
