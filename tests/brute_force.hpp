@@ -1,7 +1,7 @@
 #pragma once
 // Brute-force references on the host, using the same squared-distance
 // function as the library (so equal inputs give bit-equal distances).
-#include <kdforge/types.hpp>
+#include <kdforge/kdforge.hpp>
 
 #include <algorithm>
 #include <cstdint>

@@ -5,7 +5,7 @@
 #include "brute_force.hpp"
 #include "test_helpers.hpp"
 
-#include <kdforge/query.hpp>
+#include <kdforge/kdforge.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -4,7 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <Kokkos_Core.hpp>
-#include <kdforge/types.hpp>
+#include <kdforge/base/types.hpp>
 
 #include <cstdint>
 #include <random>

@@ -8,9 +8,9 @@
 #include "query_checks.hpp"
 #include "test_helpers.hpp"
 
-#include <kdforge/approximate.hpp>
+#include <kdforge/knn_approximate.hpp>
 #include <kdforge/kdforge.hpp>
-#include <kdforge/split_sort.hpp>
+#include <kdforge/build_split_sort.hpp>
 
 #include <cmath>
 #include <cstdio>

@@ -1,14 +1,17 @@
 #pragma once
 // kdforge: k-d trees and nearest-neighbour queries on GPUs and CPUs, one code
 // base on Kokkos. Include this header for the whole public API.
-#include <kdforge/approximate.hpp>
-#include <kdforge/build.hpp>
-#include <kdforge/error.hpp>
-#include <kdforge/median_tree.hpp>
-#include <kdforge/options.hpp>
-#include <kdforge/points.hpp>
-#include <kdforge/query.hpp>
-#include <kdforge/split_sort.hpp>
-#include <kdforge/tree.hpp>
-#include <kdforge/types.hpp>
-#include <kdforge/version.hpp>
+#include <kdforge/base/access.hpp>
+#include <kdforge/base/error.hpp>
+#include <kdforge/base/options.hpp>
+#include <kdforge/base/results.hpp>
+#include <kdforge/base/types.hpp>
+#include <kdforge/base/version.hpp>
+#include <kdforge/base/workspace.hpp>
+#include <kdforge/build_left_balanced.hpp>
+#include <kdforge/build_split_sort.hpp>
+#include <kdforge/closest_point.hpp>
+#include <kdforge/knn.hpp>
+#include <kdforge/knn_approximate.hpp>
+#include <kdforge/radius.hpp>
+#include <kdforge/trees.hpp>

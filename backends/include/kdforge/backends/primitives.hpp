@@ -7,10 +7,10 @@
 //   Kokkos::Threads          -> backends/tbb    (oneTBB)
 //   any other host space     -> backends/serial (standard library)
 // All sorts are stable, so every backend produces the same permutation.
-#include <kdforge/error.hpp>
-#include <kdforge/kdforge_config.hpp>
-#include <kdforge/profiling.hpp>
-#include <kdforge/types.hpp>
+#include <kdforge/base/error.hpp>
+#include <kdforge/base/config.hpp>
+#include <kdforge/base/profiling.hpp>
+#include <kdforge/base/types.hpp>
 
 #include <Kokkos_Core.hpp>
 

@@ -5,7 +5,7 @@
 #ifndef KDFORGE_BACKENDS_PRIMITIVES_INCLUDED
 static_assert(false, "Include <kdforge/backends/primitives.hpp>, not a backend's file.");
 #endif
-#include <kdforge/error.hpp>
+#include <kdforge/base/error.hpp>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>

@@ -9,8 +9,8 @@
 // bound is always the last slot and no run-time index is needed.
 // RowHeap: a max-heap kept directly in the caller's output row (global
 // memory), for any k without allocating.
-#include <kdforge/kernels/query/node.hpp>
-#include <kdforge/types.hpp>
+#include <kdforge/kernels/trees/packed_node.hpp>
+#include <kdforge/base/types.hpp>
 
 #include <Kokkos_Core.hpp>
 

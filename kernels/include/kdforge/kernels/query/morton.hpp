@@ -7,7 +7,7 @@
 // 1M x 1M on 16 cores: 130 ms instead of 160). Results are still written in
 // the caller's order.
 #include <kdforge/backends/primitives.hpp>
-#include <kdforge/types.hpp>
+#include <kdforge/base/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -43,15 +43,23 @@ KOKKOS_FUNCTION std::uint32_t morton_code(Point<T, D> const& q, Box<T, D> const&
   return code;
 }
 
-template <class QV, class B, class Codes, class Order>
+/// Morton codes of the queries and the identity order, and the smallest
+/// index of a query with a NaN or infinite coordinate in `bad` (checked in
+/// the same pass: the queries are read once).
+template <class QV, class B, class Codes, class Order, class Bad>
 struct MortonCodes {
   QV queries;
   B box;
   Codes codes;
   Order order;
+  Bad bad;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
-    codes(i) = morton_code(queries(i), box);
+    auto const q = queries(i);
+    codes(i) = morton_code(q, box);
     order(i) = typename Order::value_type(i);
+    bool finite = true;
+    for (int d = 0; d < int(sizeof(q.coords) / sizeof(q.coords[0])); ++d) finite = finite && kdforge::detail::is_finite(q[d]);
+    if (!finite) Kokkos::atomic_fetch_min(&bad(), std::int64_t(i));
   }
 };
 
@@ -70,17 +78,17 @@ inline int morton_sort_bits(std::int64_t m) {
   return bits < morton_key_bits<D>() ? bits : morton_key_bits<D>();
 }
 
-/// The processing order of m queries, in `order_bytes` (grown as needed):
-/// order(i) is the query to process i-th. `codes` and `scratch` (the sort's
-/// double buffers and temporary storage) grow as needed too. Asynchronous:
-/// the caller keeps the three Views alive, and does not reuse them on
-/// another instance, until its own kernels that read the order have run.
+/// The Morton codes of m queries in `codes` and the identity order in
+/// `order_bytes` (both grown as needed), the first non-finite query in
+/// `bad`; returns the order, which sort_morton_order then sorts.
+/// Asynchronous: the caller keeps the Views alive, and does not reuse them
+/// on another instance, until its own kernels that read them have run.
 template <class Exec, class T, int D, class Index>
 Kokkos::View<Index*, typename Exec::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
-morton_order(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_space> const& queries,
+morton_codes(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_space> const& queries,
              Box<T, D> const& box, Kokkos::View<std::uint32_t*, typename Exec::memory_space>& codes,
              Kokkos::View<char*, typename Exec::memory_space>& order_bytes,
-             Kokkos::View<char*, typename Exec::memory_space>& scratch) {
+             Kokkos::View<std::int64_t, typename Exec::memory_space> const& bad) {
   using MS = typename Exec::memory_space;
   std::int64_t const m = std::int64_t(queries.extent(0));
   if (std::int64_t(codes.extent(0)) < m)
@@ -91,11 +99,19 @@ morton_order(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_
   Kokkos::View<Index*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> order(reinterpret_cast<Index*>(order_bytes.data()), m);
   auto const c = Kokkos::subview(codes, Kokkos::make_pair(std::int64_t(0), m));
   Kokkos::parallel_for("kdforge::query::morton", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       MortonCodes<std::decay_t<decltype(queries)>, Box<T, D>, decltype(c), decltype(order)>{
-                           queries, box, c, order});
+                       MortonCodes<std::decay_t<decltype(queries)>, Box<T, D>, decltype(c), decltype(order),
+                                   std::decay_t<decltype(bad)>>{queries, box, c, order, bad});
+  return order;
+}
+
+/// Sorts the order morton_codes made by the top bits of the codes.
+template <class Exec, int D, class Order>
+void sort_morton_order(Exec const& exec, Kokkos::View<std::uint32_t*, typename Exec::memory_space> const& codes,
+                       Order const& order, Kokkos::View<char*, typename Exec::memory_space>& scratch) {
+  std::int64_t const m = std::int64_t(order.extent(0));
+  auto const c = Kokkos::subview(codes, Kokkos::make_pair(std::int64_t(0), m));
   int const bits = morton_sort_bits<D>(m);
   backend::sort_by_key_async(exec, c, order, scratch, morton_key_bits<D>() - bits, morton_key_bits<D>());
-  return order;
 }
 
 } // namespace kdforge::kernels

@@ -1,0 +1,129 @@
+#pragma once
+// Options of tree builds and queries. Plain structs: set what you need.
+#include <cstdint>
+#include <limits>
+
+namespace kdforge {
+
+/// Which builder makes the left-balanced tree. Every builder produces the
+/// identical tree for the same input and options.
+enum class Builder {
+  automatic,          ///< the fastest one measured: presorted_partition on GPUs, recursive_select on CPUs
+  presorted_partition,///< sort each dimension once, then stable per-level partitions
+  wald_tags,          ///< Wald 2022: per level one radix sort of (tag, coordinate rank) + tag update
+  recursive_select,   ///< CPUs only: depth-first selection (nth_element) per node, sub-trees as tasks
+};
+
+/// Split dimension of each node.
+enum class SplitPolicy {
+  round_robin,      ///< level mod D (Wald 2022, sections 2-5)
+  widest_dimension, ///< widest side of the node's domain box (Wald 2022, section 6)
+};
+
+/// What to do with points that have a NaN or infinite coordinate.
+enum class NonFinitePolicy {
+  reject, ///< throw kdforge::Error naming the first offending index
+  drop,   ///< leave them out of the tree; Tree::dropped_count() says how many
+};
+
+/// Whether a tree keeps the boxes of its inner nodes' sub-trees, which let
+/// the queries prune by where the points are (surfaces, planes, lines,
+/// clusters) rather than by the split planes alone.
+enum class NodeBoxPolicy {
+  automatic, ///< kept when the points leave most of their cells empty (see kernels/trees/node_boxes.hpp)
+  always,
+  never,
+};
+
+struct BuildOptions {
+  Builder builder = Builder::automatic;
+  SplitPolicy split = SplitPolicy::round_robin;
+  NonFinitePolicy non_finite = NonFinitePolicy::reject;
+  NodeBoxPolicy node_boxes = NodeBoxPolicy::automatic;
+};
+
+/// How a query walks the tree.
+enum class Traversal {
+  automatic,  ///< the faster one measured for the target (trail on GPUs, stack on CPUs)
+  stack,      ///< depth-first with a small per-thread stack of far children
+  stack_free, ///< parent/child arithmetic only (Wald's stack-free traversal)
+  trail,      ///< stack-free too: pending far children as one bit per level, no climbing back up
+};
+
+/// In which order a batch of queries is processed (results are always
+/// returned in the caller's order).
+enum class QueryOrder {
+  automatic, ///< the faster one measured: Morton order on every target (GPUs and CPUs)
+  as_given,
+  morton,    ///< sorted by the Morton code of the query point
+};
+
+/// The bottom levels of the tree that queries scan instead of traverse:
+/// each node on level L - bucket_levels is a bucket whose whole sub-tree
+/// (at most 2^bucket_levels - 1 points) is checked without plane tests.
+/// Results never depend on it, except the order of unsorted radius rows
+/// (traversal order: the same on every backend for the same bucket_levels).
+/// -1: the measured best for the target (2 on GPUs, 3 on CPUs); 0: plain
+/// traversal; at most 6.
+inline constexpr int automatic_bucket_levels = -1;
+
+/// kNN and closest point with the trail traversal (k <= 32): queries still
+/// walking after this many loop iterations are set aside (their walk's state
+/// and candidates saved) and finished by a second pass that packs them
+/// densely, so the lanes of a GPU warp stop waiting for the warp's slowest
+/// query. Results never depend on it. -1: automatic (on GPUs, for closest
+/// point and k = 1 with at least 65536 queries: 3 x the tree's levels, near
+/// the mean iterations of a query; measured 8% faster on an H100, while k = 8
+/// and 16 were slower with every cap tried; off on CPUs, whose threads do
+/// not wait for each other); 0: off; > 0: that many iterations (requires
+/// Traversal::trail). While a call runs its workspace holds up to M saved
+/// walks (32 bytes each for k = 1, float; ~100 for k = 8).
+inline constexpr int automatic_regroup = -1;
+
+struct QueryOptions {
+  /// Only neighbours with distance <= cutoff_radius are reported (not squared).
+  double cutoff_radius = std::numeric_limits<double>::infinity();
+  Traversal traversal = Traversal::automatic;
+  QueryOrder order = QueryOrder::automatic;
+  int bucket_levels = automatic_bucket_levels;
+  int regroup_iterations = automatic_regroup; ///< see automatic_regroup
+};
+
+struct RadiusOptions {
+  /// Sort each row by (squared distance, index). Rows limited by
+  /// max_neighbors are always sorted.
+  bool sort = false;
+  /// At most this many neighbours per query, the nearest ones; -1: no limit.
+  std::int64_t max_neighbors = -1;
+  /// How radius_search without max_neighbors finds its rows (the results
+  /// are the same either way, unsorted rows included):
+  /// -1 (automatic): one traversal on CPUs, whose chunks of queries append
+  ///    their rows to growing host buffers that are then copied into the CSR
+  ///    arrays (extra memory: about the size of the results); count, then
+  ///    fill (0) on GPUs.
+  /// 0: count first, then fill (two traversals, no scratch).
+  /// > 0: per-query scratch slots that let one traversal both count and
+  ///    record the neighbours. Rows with at most this many neighbours are
+  ///    then copied into the CSR arrays; only longer rows are traversed
+  ///    again. Costs M x buffer_size x (sizeof(index) + sizeof(coordinate))
+  ///    bytes while the search runs.
+  std::int64_t buffer_size = -1;
+  Traversal traversal = Traversal::automatic;
+  QueryOrder order = QueryOrder::automatic;
+  int bucket_levels = automatic_bucket_levels; ///< as QueryOptions::bucket_levels
+};
+
+/// Approximate kNN (knn_approximate) with Wehr & Radkowski's bounded queue.
+struct ApproximateOptions {
+  /// Q: capacity of the pending-branch queue, >= 1. Up to 32 it lives in
+  /// registers/local memory; larger queues use a scratch View of
+  /// (queries in flight) x Q entries, processed in batches of bounded memory.
+  int queue_capacity = 32;
+  /// Stop each query after this many leaves (0: no limit).
+  std::int64_t max_leaves = 0;
+  /// Only neighbours with distance <= cutoff_radius are reported (not squared).
+  double cutoff_radius = std::numeric_limits<double>::infinity();
+  QueryOrder order = QueryOrder::automatic;
+};
+
+} // namespace kdforge

@@ -1,0 +1,51 @@
+#pragma once
+// Scratch memory that batched queries keep between calls.
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kdforge {
+
+/// Scratch memory of batched queries: the processing order (Morton codes,
+/// the order and its radix sort's buffers), the radius search's scan and the
+/// finiteness check of the queries.
+/// Without one, every call allocates and frees these (on an H100, each
+/// allocation and free of device memory costs tens of microseconds, and a
+/// free waits for the device); a workspace passed to the calls of a loop
+/// keeps them, grown to the largest call so far, so the loop allocates
+/// nothing once the result Views are kept too. Use a workspace with one
+/// execution space instance (calls on one instance run in order; calls on
+/// two instances at once would share the scratch). Movable, not copyable.
+template <class MemorySpace>
+class QueryWorkspace {
+ public:
+  QueryWorkspace() = default;
+  QueryWorkspace(QueryWorkspace const&) = delete;
+  QueryWorkspace& operator=(QueryWorkspace const&) = delete;
+  QueryWorkspace(QueryWorkspace&&) = default;
+  QueryWorkspace& operator=(QueryWorkspace&&) = default;
+
+  /// Bytes held now.
+  std::size_t bytes() const {
+    return codes.span() * sizeof(std::uint32_t) + order_bytes.span() + scratch.span() + regroup_bytes.span() +
+           regroup_count.span() * sizeof(unsigned long long) +
+           (first_bad.data() ? sizeof(std::int64_t) : 0);
+  }
+  /// Frees everything (the next call allocates again).
+  void release() { *this = QueryWorkspace(); }
+
+  // kdforge's own: read and grown by the query functions
+  Kokkos::View<std::uint32_t*, MemorySpace> codes;
+  Kokkos::View<char*, MemorySpace> order_bytes;
+  Kokkos::View<char*, MemorySpace> scratch;
+  Kokkos::View<char*, MemorySpace> regroup_bytes;                 // saved walks (see automatic_regroup)
+  // How many were saved: two counters taking turns (regroup_turn says
+  // whose), the second pass zeroing the other one for the next call, so
+  // no call needs a kernel of its own to reset its counter.
+  Kokkos::View<unsigned long long*, MemorySpace> regroup_count;
+  int regroup_turn = 0;
+  Kokkos::View<std::int64_t, MemorySpace> first_bad; // the first query with a NaN or infinite coordinate
+};
+
+} // namespace kdforge

@@ -1,0 +1,55 @@
+#pragma once
+// closest_point: the nearest point of each query, optionally within a
+// cutoff radius (knn's k = 1 case, written into two 1-D Views).
+#include <kdforge/base/options.hpp>
+#include <kdforge/base/results.hpp>
+#include <kdforge/base/workspace.hpp>
+#include <kdforge/detail/query_defaults.hpp>
+#include <kdforge/kernels/query/knn.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kdforge {
+
+/// The closest point of each query, or (-1, +inf) when the tree is empty or
+/// nothing lies within options.cutoff_radius, written into `out` (kept when
+/// its Views have extent M, replaced otherwise). `workspace`: as for knn.
+template <class Exec, class Tree, class Queries>
+void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, ClosestResultFor<Exec, Tree>& out,
+                   QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
+  using T = typename Tree::coordinate_type;
+  detail::check_tree_space<Exec, Tree>("closest_point");
+  T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "closest_point", "QueryOptions::cutoff_radius");
+  auto const walk = detail::make_walk<Exec>(options, "closest_point");
+  auto q = detail::query_points<Exec, Tree>(exec, queries);
+  std::int64_t const m = std::int64_t(q.extent(0));
+  detail::ensure_extents(out.indices, "kdforge::closest::indices", m);
+  detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
+  using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
+  int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, 1, "closest_point");
+  detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+    detail::run_knn(exec, t, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, regroup, workspace,
+                    "closest_point");
+  });
+}
+
+/// As above, with scratch memory allocated for this call.
+template <class Exec, class Tree, class Queries>
+void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, ClosestResultFor<Exec, Tree>& out,
+                   QueryOptions const& options = {}) {
+  QueryWorkspace<typename Exec::memory_space> workspace;
+  closest_point(exec, tree, queries, out, options, workspace);
+}
+
+/// As above, into newly allocated results.
+template <class Exec, class Tree, class Queries>
+ClosestResultFor<Exec, Tree> closest_point(Exec const& exec, Tree const& tree, Queries const& queries,
+                                           QueryOptions const& options = {}) {
+  ClosestResultFor<Exec, Tree> res;
+  closest_point(exec, tree, queries, res, options);
+  return res;
+}
+
+} // namespace kdforge

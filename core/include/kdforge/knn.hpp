@@ -1,0 +1,58 @@
+#pragma once
+// knn: the k nearest neighbours of a batch of queries, exact. Entry points
+// take the execution space instance first; results live in its memory
+// space. Distances are squared (sq_*); missing neighbours are (-1, +inf).
+#include <kdforge/base/options.hpp>
+#include <kdforge/base/results.hpp>
+#include <kdforge/base/workspace.hpp>
+#include <kdforge/detail/query_defaults.hpp>
+#include <kdforge/kernels/query/knn.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kdforge {
+
+/// The k nearest neighbours of each query (k >= 1), sorted by (squared
+/// distance, index), written into `out`. Slots beyond the number of points,
+/// or beyond options.cutoff_radius, are (-1, +inf). out's Views are kept
+/// when they already are M x k and replaced otherwise; with the same
+/// `workspace` too, a loop of same-sized queries allocates nothing.
+/// Asynchronous: fence `exec` before reading the results on the host.
+template <class Exec, class Tree, class Queries>
+void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
+         QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
+  using T = typename Tree::coordinate_type;
+  detail::check_tree_space<Exec, Tree>("knn");
+  KDFORGE_REQUIRE(k >= 1, "knn", "k must be >= 1 (got ", k, ")");
+  T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "knn", "QueryOptions::cutoff_radius");
+  auto const walk = detail::make_walk<Exec>(options, "knn");
+  auto q = detail::query_points<Exec, Tree>(exec, queries);
+  std::int64_t const m = std::int64_t(q.extent(0));
+  detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
+  detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
+  int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, k, "knn");
+  detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+    detail::run_knn(exec, t, q, k, out, sq_cutoff, walk, options.order, regroup, workspace, "knn");
+  });
+}
+
+/// As above, with scratch memory allocated for this call.
+template <class Exec, class Tree, class Queries>
+void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
+         QueryOptions const& options = {}) {
+  QueryWorkspace<typename Exec::memory_space> workspace;
+  knn(exec, tree, queries, k, out, options, workspace);
+}
+
+/// As above, into newly allocated results.
+template <class Exec, class Tree, class Queries>
+KnnResultFor<Exec, Tree> knn(Exec const& exec, Tree const& tree, Queries const& queries, int k,
+                             QueryOptions const& options = {}) {
+  KnnResultFor<Exec, Tree> res;
+  knn(exec, tree, queries, k, res, options);
+  return res;
+}
+
+} // namespace kdforge

@@ -1,0 +1,405 @@
+#pragma once
+// Radius count and radius search (CSR) on level-order trees: one thread per
+// query walks the tree with a counting or recording visitor.
+//
+// How a search finds its rows without guessing their sizes:
+//  - count, exclusive scan, fill (two walks, no scratch: the GPU default);
+//  - one walk with per-query scratch slots (RadiusOptions::buffer_size):
+//    rows that fit are copied, only longer ones are walked again;
+//  - CPUs: one walk whose chunks of queries append their rows to growing
+//    host buffers, copied into place after the scan.
+// max_neighbors >= 0 keeps the nearest ones of each row in a max-heap in the
+// output row.
+#include <kdforge/backends/primitives.hpp>
+#include <kdforge/base/error.hpp>
+#include <kdforge/base/options.hpp>
+#include <kdforge/base/profiling.hpp>
+#include <kdforge/base/results.hpp>
+#include <kdforge/base/workspace.hpp>
+#include <kdforge/kernels/query/candidates.hpp>
+#include <kdforge/kernels/query/launch.hpp>
+#include <kdforge/kernels/query/order.hpp>
+#include <kdforge/kernels/query/rows.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+namespace kdforge::detail {
+
+template <class Tree>
+struct CountVisitor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  T sq_r;
+  std::int64_t cap; // < 0: none
+  std::int64_t count = 0;
+  static constexpr bool fixed_bound = true; // see kernels::traverse_trail
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return cap >= 0 && count >= cap; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index, T d2) { count += d2 <= sq_r ? 1 : 0; }
+};
+
+template <class Tree, class QV, class OV, class Counts>
+struct RadiusCountFunctor {
+  using T = typename Tree::coordinate_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Counts counts;
+  T sq_r;
+  std::int64_t cap;
+  Walk walk;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    CountVisitor<Tree> v{sq_r, cap};
+    traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
+    counts(qi) = v.count;
+  }
+};
+
+template <class Tree, class Idx, class Dist>
+struct FillVisitor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Idx idx;
+  Dist dist;
+  T sq_r;
+  std::int64_t pos;
+  static constexpr bool fixed_bound = true; // see kernels::traverse_trail
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
+    if (d2 <= sq_r) {
+      idx(pos) = index;
+      dist(pos) = d2;
+      ++pos;
+    }
+  }
+};
+
+template <class Tree, class QV, class OV, class Result>
+struct RadiusFillFunctor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Result res;
+  T sq_r;
+  bool capped;
+  bool sort;
+  Walk walk;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    std::int64_t const b = res.offsets(qi);
+    int const len = int(res.offsets(qi + 1) - b);
+    using IS = Segment<decltype(res.indices)>;
+    using DS = Segment<decltype(res.sq_distances)>;
+    if (capped) {
+      // the nearest `len` within the radius: a max-heap in the output row
+      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r);
+      traverse(walk, tree, typename Tree::point_type(queries(qi)), cand);
+      cand.heap.sort_heap();
+    } else {
+      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
+      traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
+      if (sort) sort_csr_row(res, b, len);
+    }
+  }
+};
+
+/// Counts every point within the radius and records the first `cap` of them,
+/// in traversal order, in a scratch row.
+template <class Tree, class Idx, class Dist>
+struct BufferVisitor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Idx idx;
+  Dist dist;
+  T sq_r;
+  std::int64_t row, cap;
+  std::int64_t count = 0;
+  static constexpr bool fixed_bound = true; // see kernels::traverse_trail
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
+    if (d2 <= sq_r) {
+      if (count < cap) {
+        idx(row, count) = index;
+        dist(row, count) = d2;
+      }
+      ++count;
+    }
+  }
+};
+
+template <class Tree, class QV, class OV, class Counts, class BI, class BD>
+struct RadiusBufferFunctor {
+  using T = typename Tree::coordinate_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Counts counts;
+  BI bidx;
+  BD bdist;
+  T sq_r;
+  Walk walk;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    BufferVisitor<Tree, BI, BD> v{bidx, bdist, sq_r, i, std::int64_t(bidx.extent(1))};
+    traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
+    counts(qi) = v.count;
+  }
+};
+
+/// Rows that fit the scratch are copied; the others are traversed again.
+template <class Tree, class QV, class OV, class Result, class BI, class BD>
+struct RadiusCopyFunctor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Result res;
+  BI bidx;
+  BD bdist;
+  T sq_r;
+  bool sort;
+  Walk walk;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+    std::int64_t const b = res.offsets(qi);
+    int const len = int(res.offsets(qi + 1) - b);
+    if (len <= int(bidx.extent(1))) {
+      for (int j = 0; j < len; ++j) {
+        res.indices(b + j) = bidx(i, j);
+        res.sq_distances(b + j) = bdist(i, j);
+      }
+    } else {
+      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
+      traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
+    }
+    if (sort) sort_csr_row(res, b, len);
+  }
+};
+
+/// Records every point within the radius, in traversal order, at the end
+/// of a host buffer. Host execution spaces only; the device pass of a GPU
+/// compiler sees an empty visit (the traversals are host-and-device code).
+template <class Tree>
+struct AppendVisitor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  std::vector<Neighbor<T, Index>>* out;
+  T sq_r;
+  static constexpr bool fixed_bound = true; // see kernels::traverse_trail
+  KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+    if (d2 <= sq_r) out->push_back({d2, index});
+#else
+    (void)index;
+    (void)d2;
+#endif
+  }
+};
+
+/// CPUs: radius_search in one traversal. Chunk c of the processing order
+/// appends its rows, one after the other, to its own buffer (*rows)[c] and
+/// writes each query's count; after the scan of the counts, CopyRowsFunctor
+/// moves every row to its CSR place. The GPU alternatives (count then fill,
+/// or fixed per-query scratch) traverse twice or spend M x slots of memory;
+/// here the extra memory is the results' size and each thread's appends stay
+/// in its own cache (the fastest of the three on CPUs: docs/performance.md).
+template <class Tree, class QV, class OV, class Counts>
+struct RadiusAppendFunctor {
+  using T = typename Tree::coordinate_type;
+  Tree tree;
+  QV queries;
+  OV order;
+  Counts counts;
+  T sq_r;
+  Walk walk;
+  std::int64_t m, chunk;
+  std::vector<std::vector<Neighbor<T, typename Tree::index_type>>>* rows;
+  // An exception must not leave a parallel region (OpenMP would terminate
+  // the program): a chunk whose buffer cannot grow raises the flag and gives
+  // its memory back, the other chunks stop at their next query, and the
+  // caller throws after the region.
+  std::atomic<bool>* out_of_memory;
+  void operator()(std::int64_t c) const {
+    auto& out = (*rows)[c];
+    std::int64_t const end = (c + 1) * chunk < m ? (c + 1) * chunk : m;
+    try {
+      for (std::int64_t i = c * chunk; i < end && !out_of_memory->load(std::memory_order_relaxed); ++i) {
+        std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+        std::size_t const before = out.size();
+        AppendVisitor<Tree> v{&out, sq_r};
+        traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
+        counts(qi) = std::int64_t(out.size() - before);
+      }
+    } catch (std::bad_alloc const&) {
+      out_of_memory->store(true, std::memory_order_relaxed);
+      std::vector<Neighbor<T, typename Tree::index_type>>().swap(out);
+    }
+  }
+};
+
+template <class OV, class Result, class N>
+struct CopyRowsFunctor {
+  OV order;
+  Result res;
+  bool sort;
+  std::int64_t m, chunk;
+  std::vector<std::vector<N>>* rows;
+  void operator()(std::int64_t c) const {
+    auto& in = (*rows)[c];
+    std::size_t pos = 0;
+    std::int64_t const end = (c + 1) * chunk < m ? (c + 1) * chunk : m;
+    for (std::int64_t i = c * chunk; i < end; ++i) {
+      std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
+      std::int64_t const b = res.offsets(qi);
+      int const len = int(res.offsets(qi + 1) - b);
+      for (int j = 0; j < len; ++j) {
+        res.indices(b + j) = in[pos + j].index;
+        res.sq_distances(b + j) = in[pos + j].sq_dist;
+      }
+      pos += std::size_t(len);
+      if (sort) sort_csr_row(res, b, len);
+    }
+    std::vector<N>().swap(in); // give the memory back as soon as the chunk is copied
+  }
+};
+
+/// radius_count's work once its arguments are checked.
+template <class Exec, class Tree, class QV, class Counts>
+void run_radius_count(Exec const& exec, Tree const& tree, QV const& q, typename Tree::coordinate_type sq_r,
+                      Counts const& counts, std::int64_t cap, QueryOrder order_option, Walk const& walk,
+                      QueryWorkspace<typename Exec::memory_space>& workspace) {
+  std::int64_t const m = std::int64_t(q.extent(0));
+  if (m == 0) return;
+  Region region("kdforge::radius_count");
+  auto order = prepare_queries(exec, tree, q, order_option, workspace, "radius_count");
+  with_fixed_split<Exec>(tree, [&](auto const& t) {
+    using FT = std::decay_t<decltype(t)>;
+    Kokkos::parallel_for("kdforge::radius::count", QueryPolicy<Exec>(exec, 0, m),
+                         RadiusCountFunctor<FT, QV, decltype(order), Counts>{t, q, order, counts, sq_r, cap, walk});
+  });
+}
+
+/// radius_search's work once its arguments are checked (see radius.hpp in
+/// core for the contract): count, scan, fill, by the method the options and
+/// the target pick.
+template <class Exec, class Tree, class QV>
+void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, typename Tree::coordinate_type sq_r,
+                       RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options, Walk const& walk,
+                       QueryWorkspace<typename Exec::memory_space>& workspace) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using MS = typename Exec::memory_space;
+  Region region("kdforge::radius_search");
+  std::int64_t const m = std::int64_t(q.extent(0));
+  auto order = prepare_queries(exec, tree, q, options.order, workspace, "radius_search");
+
+  using Result = RadiusResultFor<Exec, Tree>;
+  Result& res = out;
+  ensure_extents(res.offsets, "kdforge::radius::offsets", m + 1);
+  auto counts = Kokkos::subview(res.offsets, Kokkos::make_pair(std::int64_t(0), m));
+  // The scan runs over all M + 1 offsets, the last one 0 before it: the
+  // total lands in offsets(M) on the device, and one read of it is the only
+  // wait (a scan that returns its total reads the input's last element first
+  // and waits for the counts, then again for the sum).
+  auto const last = Kokkos::subview(res.offsets, m);
+  Kokkos::deep_copy(exec, last, std::int64_t(0));
+  bool const buffered = options.buffer_size > 0 && options.max_neighbors < 0;
+  bool const appended = !runs_on_gpu<Exec>() && options.buffer_size < 0 && options.max_neighbors < 0;
+  using N = Neighbor<T, Index>;
+  std::vector<std::vector<N>> rows; // appended: one buffer per chunk of queries
+  // chunks: ~16 per thread for balance, each large enough to amortise its buffer
+  std::int64_t const chunk = std::max<std::int64_t>(256, m / (16 * std::int64_t(exec.concurrency())) + 1);
+  std::int64_t const n_chunks = m > 0 ? (m + chunk - 1) / chunk : 0;
+  using ChunkPolicy = QueryPolicy<Exec>; // host only here: the dynamic schedule
+  // Scratch rows are indexed by processing position and stored slot-major
+  // (LayoutLeft): slot j of a warp's 32 queries is one contiguous run, so
+  // their writes and reads coalesce (row-major scratch measured slower than
+  // two traversals on the H100).
+  Kokkos::View<Index**, Kokkos::LayoutLeft, MS> bidx;
+  Kokkos::View<T**, Kokkos::LayoutLeft, MS> bdist;
+  if constexpr (!runs_on_gpu<Exec>()) {
+    if (m > 0 && appended) {
+      rows.resize(std::size_t(n_chunks));
+      std::atomic<bool> out_of_memory{false};
+      Kokkos::parallel_for("kdforge::radius::count_and_append", ChunkPolicy(exec, 0, n_chunks),
+                           RadiusAppendFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
+                               tree, q, order, counts, sq_r, walk, m, chunk, &rows, &out_of_memory});
+      exec.fence();
+      if (out_of_memory.load()) {
+        std::size_t found = 0;
+        for (auto const& r : rows) found += r.size();
+        std::vector<std::vector<N>>().swap(rows);
+        fail("radius_search", "out of memory while recording the neighbours (", found,
+                     " recorded when it ran out, ", sizeof(N),
+                     " bytes each); use a smaller radius, RadiusOptions::max_neighbors, or fewer queries per call");
+      }
+    }
+  }
+  if (appended) {
+    // counted and recorded above
+  } else if (m > 0 && buffered) {
+    bidx = decltype(bidx)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
+    bdist = decltype(bdist)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
+    with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using FT = std::decay_t<decltype(t)>;
+      Kokkos::parallel_for("kdforge::radius::count_and_buffer", QueryPolicy<Exec>(exec, 0, m),
+                           RadiusBufferFunctor<FT, decltype(q), decltype(order), decltype(counts), decltype(bidx),
+                                                       decltype(bdist)>{t, q, order, counts, bidx, bdist, sq_r, walk});
+    });
+  } else if (m > 0) {
+    with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using FT = std::decay_t<decltype(t)>;
+      Kokkos::parallel_for("kdforge::radius::count", QueryPolicy<Exec>(exec, 0, m),
+                           RadiusCountFunctor<FT, decltype(q), decltype(order), decltype(counts)>{
+                               t, q, order, counts, sq_r, options.max_neighbors, walk});
+    });
+  }
+  backend::exclusive_scan_async(exec, res.offsets, res.offsets, workspace.scratch);
+  std::int64_t total = 0;
+  Kokkos::deep_copy(exec, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&total), last);
+  exec.fence();
+  ensure_extents(res.indices, "kdforge::radius::indices", total);
+  ensure_extents(res.sq_distances, "kdforge::radius::sq_distances", total);
+  if constexpr (!runs_on_gpu<Exec>()) {
+    if (m > 0 && appended) {
+      Kokkos::parallel_for("kdforge::radius::copy_rows", ChunkPolicy(exec, 0, n_chunks),
+                           CopyRowsFunctor<decltype(order), Result, N>{order, res, options.sort, m, chunk, &rows});
+    }
+  }
+  if (appended) {
+    // copied above
+  } else if (m > 0 && buffered) {
+    with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using FT = std::decay_t<decltype(t)>;
+      Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                           RadiusCopyFunctor<FT, decltype(q), decltype(order), Result, decltype(bidx), decltype(bdist)>{
+                               t, q, order, res, bidx, bdist, sq_r, options.sort, walk});
+    });
+  } else if (m > 0) {
+    with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using FT = std::decay_t<decltype(t)>;
+      Kokkos::parallel_for("kdforge::radius::fill", QueryPolicy<Exec>(exec, 0, m),
+                           RadiusFillFunctor<FT, decltype(q), decltype(order), Result>{
+                               t, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, walk});
+    });
+  }
+  exec.fence();
+}
+
+} // namespace kdforge::detail

@@ -1,0 +1,119 @@
+#pragma once
+// The stack walk of level-order trees (the CPU default): depth first, close
+// child first, far children waiting on a small fixed stack with the lower
+// bound of their sub-tree; a popped one whose bound now exceeds the
+// visitor's is skipped.
+//
+// A far child's bound is its cell's distance (Arya & Mount's incremental
+// distance: each stack entry keeps its cell's per-dimension offsets, the
+// root's being q's offsets from the tree's box) and, where the tree has node
+// boxes, its box's distance, the larger of the two. With boxes the close
+// child is tested too before the walk goes down into it.
+//
+// kNN (a bound that shrinks, on CPUs): a node with a far child is shown to
+// the visitor when that child is popped, not on the way down, and not at
+// all when even its cell bound exceeds the visitor's bound by then: the
+// node's point lies on the far cell's boundary, so its distance is at least
+// that cell's distance (same rounding). Most of a path's points are far from
+// the query, and offered early, while the list is still filling, they were
+// inserted only to be evicted again. Radius visitors (fixed bound) see the
+// nodes on the way down, in the order every walk shares, and so do GPU kNN
+// kernels (their registers are better spent elsewhere).
+#include <kdforge/kernels/query/walks/common.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kdforge::kernels {
+
+template <class Tree, class Visitor>
+KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
+                                    Buckets buckets) {
+  int const bucket_levels = buckets.levels;
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  constexpr int D = Tree::dimension;
+  // GPUs walk with traverse_trail unless asked otherwise, and a kNN kernel
+  // holds every walk (the walk is picked at run time): longer entries would
+  // take registers from all of them.
+  constexpr bool defer = !backend::device_code && !has_fixed_bound<Visitor>::value;
+  Index const n = tree.node_count();
+  if (n == 0) return;
+  auto const boxes = node_boxes_of(tree);
+  int const lb = bucket_level(n, bucket_levels);
+  struct Entry {
+    Index node;
+    int level;
+    T rd;     // lower bound of the far child's sub-tree
+    T off[D]; // per dimension, q's offset from the far child's cell
+    Index parent_index; // kNN: the caller's index of the far child's parent
+    T parent_d2;        // and its squared distance, shown to the visitor at the pop
+    T parent_rd;        // kNN: the far cell's distance, a bound of the parent's point
+  } stack[sizeof(Index) * 8 + 1]; // levels of a tree of < 2^31 (2^63) node slots
+  int top = 0;
+  Index node = 0;
+  int level = 0;
+  T off[D];
+  root_offsets(q, tree.bounds(), off);
+  while (true) {
+    while (true) { // down the close side, pushing the far children
+      if (level == lb) {
+        if (scan_bucket(tree, q, visitor, node, bucket_levels)) return;
+        break;
+      }
+      auto const p = tree.load(node);
+      auto const o = offsets(q, p);
+      T const d2 = sq_norm(o);
+      if constexpr (!defer) {
+        visitor.visit(p.index, d2);
+        if (visitor.done()) return;
+      }
+      int const dim = tree.split_dim(node, level);
+      T const diff = component<Tree::dimension>(o, dim);
+      Index const right = diff < 0 ? 0 : 1; // arithmetic, not a branch, on CPUs
+      Index const close = 2 * node + 1 + right;
+      Index const far = 2 * node + 2 - right;
+      ++level;
+      T const cell_rd = cell_distance(off, dim, diff);
+      if (node_exists(tree, far)) {
+        Entry& e = stack[top];
+        for (int d = 0; d < D; ++d) e.off[d] = d == dim ? diff : off[d];
+        e.node = far;
+        e.level = level;
+        T rd = cell_rd;
+        if (boxes.has(far)) {
+          T const bd = box_distance(q, boxes.box(far));
+          rd = bd > rd ? bd : rd;
+        }
+        e.rd = rd;
+        if constexpr (defer) {
+          e.parent_index = p.index;
+          e.parent_d2 = d2;
+          e.parent_rd = cell_rd;
+          // the far side is out of reach already, the node's point may not be
+          if (rd > visitor.bound() && cell_rd <= visitor.bound()) visitor.visit(p.index, d2);
+        }
+        top += e.rd <= visitor.bound() ? 1 : 0;
+      } else if constexpr (defer) {
+        visitor.visit(p.index, d2); // no far child to wait for
+      }
+      if (!node_exists(tree, close)) break;
+      if (boxes.has(close) && box_distance(q, boxes.box(close)) > visitor.bound()) break;
+      node = close;
+    }
+    while (true) {
+      if (top == 0) return;
+      Entry const& e = stack[--top];
+      if constexpr (defer) {
+        if (e.parent_rd <= visitor.bound()) visitor.visit(e.parent_index, e.parent_d2);
+      }
+      if (e.rd <= visitor.bound()) break;
+    }
+    node = stack[top].node;
+    level = stack[top].level;
+    for (int d = 0; d < D; ++d) off[d] = stack[top].off[d];
+  }
+}
+
+} // namespace kdforge::kernels
