@@ -20,7 +20,7 @@
 #include "kdforge_bench_build_info.hpp"
 
 #include <Kokkos_Core.hpp>
-#include <kdforge/version.hpp>
+#include <kdforge/base/version.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -208,12 +208,14 @@ int run(Options const& o, int argc, char** argv) {
   // Input files first: a bad file fails before Kokkos starts.
   PointSet file_points, file_queries;
   if (!o.points_file.empty()) file_points = read_points(o.points_file, o.dim);
-  bool const queries_from_file = o.queries != "same" && o.queries != "uniform";
+  QueryKind const query_kind = parse_queries(o.queries);
+  bool const queries_from_file = query_kind.kind == "file";
   if (queries_from_file) {
     try {
       file_queries = read_points(o.queries, o.dim);
     } catch (UsageError const& e) {
-      throw UsageError("--queries " + o.queries + ": expected same, uniform or a point file; " + e.what());
+      throw UsageError("--queries " + o.queries + ": expected same, self, uniform, jitter:SIGMA, far or a point file; " +
+                       e.what());
     }
   }
   std::vector<std::int64_t> ns = o.ns;
@@ -237,7 +239,8 @@ int run(Options const& o, int argc, char** argv) {
   std::printf("kdforge %s bench (git %s) on %s, device: %s, concurrency %d; D=%d %s, %s points, %s queries, "
               "%d warm-up + %d timed repetitions\n",
               kdforge::version(), KDFORGE_BENCH_GIT, env.backend.c_str(), env.device.c_str(), env.concurrency, o.dim,
-              o.dtype.c_str(), o.points_file.empty() ? o.dist.c_str() : o.points_file.c_str(), o.queries.c_str(),
+              o.dtype.c_str(), o.points_file.empty() ? o.dist.c_str() : o.points_file.c_str(),
+              queries_from_file ? o.queries.c_str() : query_kind.name().c_str(),
               o.warmup, o.reps);
   out.header();
 
@@ -255,19 +258,17 @@ int run(Options const& o, int argc, char** argv) {
     w.n = n;
     w.points = &points;
     PointSet queries;
-    if (o.queries == "same") {
-      w.queries_kind = "same";
+    w.queries_kind = query_kind.name();
+    if (query_kind.kind == "same") {
       w.m = o.m > 0 ? std::min(o.m, n) : n;
       w.queries = &points;
-    } else if (o.queries == "uniform") {
-      w.queries_kind = "uniform";
-      w.m = o.m > 0 ? o.m : n;
-      queries = uniform_in_bounds(points, w.m, o.seed + 1000003);
-      w.queries = &queries;
-    } else {
-      w.queries_kind = "file";
+    } else if (queries_from_file) {
       w.m = o.m > 0 ? o.m : file_queries.size();
       w.queries = &file_queries;
+    } else {
+      w.m = o.m > 0 ? o.m : n;
+      queries = generate_queries(query_kind, points, w.m, o.seed + 1000003);
+      w.queries = &queries;
     }
     if (o.has_op("radius") || o.has_op("radius_count")) {
       if (o.radius > 0) {
@@ -275,7 +276,23 @@ int run(Options const& o, int argc, char** argv) {
         w.radius_source = "--radius";
       } else {
         bool const uniform_box = o.points_file.empty() && o.dist == "uniform";
-        w.radius = radius_for_neighbors(points, *w.queries, o.neighbors, uniform_box, w.radius_source);
+        // Far queries have no neighbours at any useful radius: take the
+        // points' own spacing, so the radius ops measure empty searches.
+        bool const far = query_kind.kind == "far";
+        double mean = 0;
+        w.radius = radius_for_neighbors(points, far ? points : *w.queries, far ? n : w.m, o.neighbors, uniform_box,
+                                        w.radius_source, mean);
+        // Where most points coincide any radius holds nearly all of them:
+        // refuse before the result rows exhaust the memory.
+        if (!far && mean > 100 * o.neighbors && mean * double(w.m) > 1e9) {
+          char buf[200];
+          std::snprintf(buf, sizeof buf,
+                        "radius ops: at radius %.3g the sampled queries find %.0f points each (--neighbors %g), "
+                        "about %.2g result rows in all",
+                        w.radius, mean, o.neighbors, mean * double(w.m));
+          throw UsageError(std::string(buf) + "; the points are degenerate (e.g. --dist duplicates-all): leave "
+                                              "radius and radius_count out of --ops, or give --radius");
+        }
       }
     }
     dispatch(w, out);

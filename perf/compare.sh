@@ -11,7 +11,8 @@
 #   --gpu BIN        GPU (Cuda) binary
 #   --out DIR        results folder (created): cpu.jsonl, gpu.jsonl, logs/, report.md, plots/
 #   --quick          perf/workloads/quick.txt instead of perf/workloads/default.txt
-#   --workloads FILE another workload list ("label flags..." per line, # comments)
+#   --workloads FILE another workload list ("label flags..." per line, # comments),
+#                    e.g. perf/workloads/geometry.txt (every point distribution and query kind)
 #   --only LABELS    comma-separated labels of the list to run (e.g. hu2015,wald2022)
 #   --lib DIR        prepend DIR to LD_LIBRARY_PATH (shared libraries carried with the binaries)
 #   --no-nanoflann   skip the nanoflann baseline

@@ -13,6 +13,12 @@ JSON arrays/objects) from one or more files and writes
   OUT/plots/*.png      the plots, when gnuplot is installed (else skipped with
                        a message: run the scripts where gnuplot is)
 
+When the records hold several point distributions (perf/workloads/geometry.txt),
+report.md starts with one table "time per distribution" (rows: distribution and
+query kind; columns: kNN k=8, closest, radius on the CPU, the GPU and nanoflann)
+and plots/time_per_distribution.png shows it as log-scale bars. Time-vs-N plots
+are written only for workloads with more than one N.
+
   python3 perf/report.py --out DIR results/*.jsonl [--papers perf/paper_numbers.json]
 
 Python 3 standard library only. Only rows whose check passed (ok: true) are used.
@@ -126,6 +132,121 @@ def gp_quote(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+# The "time per distribution" table: --dist names in kdforge-bench's order,
+# the operations (op, k, column name) and where they ran.
+DIST_ORDER = ["uniform", "clustered", "sphere", "plane", "tilted-plane", "line", "lidar", "duplicates",
+              "duplicates-all", "anisotropic"]
+DIST_OPS = [("knn", 8, "kNN k=8"), ("closest", None, "closest"), ("radius", None, "radius")]
+DIST_SIDES = ["CPU", "GPU", "nanoflann"]
+
+
+def dist_name(r):
+    if r.get("dist") == "file" and r.get("points_file"):
+        return os.path.basename(r["points_file"])
+    return r.get("dist") or "?"
+
+
+def queries_name(r):
+    if r.get("queries") == "file" and r.get("queries_file"):
+        return os.path.basename(r["queries_file"])
+    return r.get("queries") or "?"
+
+
+def fmt_n(n):
+    for unit, div in (("M", 1000000), ("K", 1000)):
+        if n >= div and n % div == 0:
+            return f"{n // div}{unit}"
+    return str(n)
+
+
+def distribution_rows(good):
+    """(rows, columns) of the time-per-distribution table, or None when the
+    records hold fewer than two distributions. A row is (key, cells, mean
+    neighbours of the radius op); cells map (op column, side) to median ms
+    of kdforge's auto builder where measured (else its fastest builder) or
+    of nanoflann; the latest record of a builder wins."""
+    if len({dist_name(r) for r in good}) < 2:
+        return None
+    found = defaultdict(lambda: defaultdict(dict))
+    means = {}
+    for r in sorted(good, key=lambda r: r.get("time", "")):
+        op = next((o for o in DIST_OPS if o[0] == r["op"] and (o[1] is None or r.get("k") == o[1])), None)
+        if op is None:
+            continue
+        side = "nanoflann" if r["impl"] == "nanoflann" else ("GPU" if is_gpu(r) else "CPU")
+        key = (dist_name(r), queries_name(r), r["dim"], r["dtype"], r["n"], r["m"])
+        found[key][(op[2], side)][r["builder"]] = r["time_ms"]["median"]
+        if r["op"] == "radius" and r.get("mean_neighbors") is not None:
+            means[key] = r["mean_neighbors"]
+    if not found:
+        return None
+
+    def order(key):
+        d, q = key[0], key[1]
+        qi = next((i for i, p in enumerate(("uniform", "jitter", "same", "far")) if q.startswith(p)), 9)
+        return (DIST_ORDER.index(d) if d in DIST_ORDER else len(DIST_ORDER), d, qi, q) + key[2:]
+
+    rows = []
+    for key in sorted(found, key=order):
+        cells = {c: (by["auto"] if "auto" in by else min(by.values())) for c, by in found[key].items()}
+        rows.append((key, cells, means.get(key)))
+    columns = [(name, side) for _, _, name in DIST_OPS for side in DIST_SIDES
+               if any((name, side) in cells for _, cells, _ in rows)]
+    return rows, columns
+
+
+def distribution_label(key, show_dim, show_n):
+    d, q, dim, dtype, n, m = key
+    text = f"{d} / {q}"
+    if show_dim:
+        text += f" D{dim} {dtype}"
+    if show_n:
+        text += f" N={fmt_n(n)}"
+    if m != n:
+        text += f" M={fmt_n(m)}"
+    return text
+
+
+def distribution_plot(plots_dir, rows, columns):
+    """Writes the gnuplot script and data of the time-per-distribution bars
+    (one panel per operation, log-scale time); returns the script's path."""
+    show_dim = len({(k[2], k[3]) for k, _, _ in rows}) > 1
+    show_n = len({k[4] for k, _, _ in rows}) > 1
+    dat = "time_per_distribution.dat"
+    with open(os.path.join(plots_dir, dat), "w") as f:
+        f.write("# distribution/queries " + " ".join(f"{gp_quote(n + ' ' + s)}" for n, s in columns) + " (median ms)\n")
+        for key, cells, _ in rows:
+            vals = [str(cells[c]) if c in cells else "-" for c in columns]
+            f.write(gp_quote(distribution_label(key, show_dim, show_n)) + " " + " ".join(vals) + "\n")
+    ops = [name for _, _, name in DIST_OPS if any(c[0] == name for c in columns)]
+    name = "time_per_distribution"
+    gp = os.path.join(plots_dir, name + ".gp")
+    colours = {"CPU": "'#1f77b4'", "GPU": "'#2ca02c'", "nanoflann": "'#444444'"}
+    with open(gp, "w") as f:
+        f.write("# gnuplot script written by perf/report.py; run in this folder: gnuplot " + name + ".gp\n")
+        f.write(f"set terminal pngcairo size {max(1000, 60 * len(rows) + 200)},{330 * len(ops) + 150} "
+                "enhanced font 'Sans,10'\n")
+        f.write(f"set output {gp_quote(name + '.png')}\n")
+        f.write("set datafile missing '-'\nset style data histograms\nset style histogram clustered gap 1\n")
+        f.write("set style fill solid 0.85 border -1\nset boxwidth 0.9\nset logscale y\n")
+        f.write("set grid ytics mytics\nset ylabel 'median time [ms]'\nset key outside right top noenhanced\n")
+        f.write("set xtics rotate by 30 right noenhanced\n")
+        f.write(f"set multiplot layout {len(ops)},1 title {gp_quote('kdforge: time per distribution (median, log scale)')} noenhanced\n")
+        for op in ops:
+            lines = []
+            for i, (cname, side) in enumerate(columns):
+                if cname != op:
+                    continue
+                title = {"CPU": "kdforge CPU", "GPU": "kdforge GPU", "nanoflann": "nanoflann CPU"}[side]
+                src = gp_quote(dat) if not lines else "''"
+                lines.append(f"{src} using {i + 2}{':xtic(1)' if not lines else ''} lc rgb {colours[side]} "
+                             f"title {gp_quote(title)}")
+            f.write(f"set title {gp_quote(op)} noenhanced\n")
+            f.write("plot " + ", \\\n     ".join(lines) + "\n")
+        f.write("unset multiplot\n")
+    return gp
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,6 +301,29 @@ def main():
     if failed:
         md.append(f"**{len(failed)} record(s) failed their check and are left out**: " +
                   ", ".join(sorted({f"{workload_label(r)} {op_key(r)[1]} N={r['n']} {series_name(r)}" for r in failed})) + "\n")
+
+    dist_table = distribution_rows(good)
+    if dist_table:
+        rows_d, columns = dist_table
+        show_dim = len({(k[2], k[3]) for k, _, _ in rows_d}) > 1
+        have_mean = any(m is not None for _, _, m in rows_d)
+        md.append("## Time per distribution\n")
+        md.append("Median ms of the queries per point distribution and query kind: kdforge on the CPU and "
+                  "GPU builds (builder `auto` where measured, else the fastest builder) and the nanoflann "
+                  "baseline on the CPU machine. Radius: the measured mean neighbour count is shown; "
+                  "`far` queries find none by design. Plot: `plots/time_per_distribution.png`.\n")
+        head = ["distribution", "queries"] + (["D"] if show_dim else []) + ["N", "M"]
+        head += [f"{name} {side}" for name, side in columns] + (["radius mean neighbours"] if have_mean else [])
+        md.append("| " + " | ".join(head) + " |")
+        md.append("|" + "---|" * len(head))
+        for key, cells, mean in rows_d:
+            d, q, dim, dtype, n, m = key
+            row = [d, q] + ([f"{dim} {dtype}"] if show_dim else []) + [str(n), str(m)]
+            row += [fmt_ms(cells.get(c)) for c in columns]
+            if have_mean:
+                row.append("—" if mean is None else f"{mean:.1f}")
+            md.append("| " + " | ".join(row) + " |")
+        md.append("")
 
     plots_dir = os.path.join(args.out, "plots")
     plot_jobs = []
@@ -272,6 +416,11 @@ def main():
             md.append("Left out: " + " ".join(papers["left_out"]) + "\n")
 
     pngs, scripts = [], []
+    if not args.no_plots and dist_table:
+        os.makedirs(plots_dir, exist_ok=True)
+        scripts.append(distribution_plot(plots_dir, *dist_table))
+    # A time-vs-N line needs two sizes: single-N workloads are in the tables only.
+    plot_jobs = [j for j in plot_jobs if len(j[2]) > 1]
     if not args.no_plots and plot_jobs:
         os.makedirs(plots_dir, exist_ok=True)
         for label, op_name, rows, builders, pm in plot_jobs:

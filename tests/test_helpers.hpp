@@ -6,6 +6,7 @@
 #include <Kokkos_Core.hpp>
 #include <kdforge/base/types.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -40,7 +41,36 @@ std::vector<typename View::non_const_value_type> to_host(View const& d) {
   return v;
 }
 
-enum class Distribution { uniform, clustered, duplicates, line, plane, sphere };
+enum class Distribution {
+  uniform,
+  clustered,
+  duplicates,   // 7 distinct points on a grid
+  line,         // all coordinates equal: the cube's diagonal
+  plane,        // last coordinate constant
+  sphere,       // unit sphere surface
+  tilted_plane, // sum of coordinates = D / 2
+  scan,         // rings of a spinning scanner over a ground plane with boxes (D = 3; other D: plane)
+  half_copies,  // every second point a copy of an earlier one
+  identical,    // every point the same
+  anisotropic,  // first coordinate in [0, 1000], the others in [0, 1]
+};
+
+inline char const* name(Distribution d) {
+  switch (d) {
+  case Distribution::uniform: return "uniform";
+  case Distribution::clustered: return "clustered";
+  case Distribution::duplicates: return "duplicates";
+  case Distribution::line: return "line";
+  case Distribution::plane: return "plane";
+  case Distribution::sphere: return "sphere";
+  case Distribution::tilted_plane: return "tilted_plane";
+  case Distribution::scan: return "scan";
+  case Distribution::half_copies: return "half_copies";
+  case Distribution::identical: return "identical";
+  case Distribution::anisotropic: return "anisotropic";
+  }
+  return "?";
+}
 
 template <class T, int D>
 std::vector<Point<T, D>> make_points(std::size_t n, Distribution dist, std::uint64_t seed) {
@@ -72,6 +102,46 @@ std::vector<Point<T, D>> make_points(std::size_t n, Distribution dist, std::uint
     }
     case Distribution::plane: // degenerate: last coordinate constant
       for (int d = 0; d < D; ++d) p[d] = d == D - 1 ? T(0.5) : T(u(rng));
+      break;
+    case Distribution::tilted_plane: { // uniform in the first D - 1, the last fixes the sum
+      double sum = 0;
+      for (int d = 0; d + 1 < D; ++d) {
+        p[d] = T(u(rng));
+        sum += double(p[d]);
+      }
+      p[D - 1] = T(0.5 * D - sum);
+      break;
+    }
+    case Distribution::scan: {
+      if (D != 3) {
+        for (int d = 0; d < D; ++d) p[d] = d == D - 1 ? T(0) : T(u(rng));
+        break;
+      }
+      // a ring of the scanner at (0.5, 0.5, 0.2): 16 elevations, the ray
+      // meets the ground z = 0, or the side of a box [0.6, 0.7]^2 x [0, 0.15]
+      double const elev = -0.05 - 0.5 * double(rng() % 16) / 16.0;
+      double const az = 6.283185307179586 * u(rng);
+      double const dx = std::cos(az) * std::cos(elev), dy = std::sin(az) * std::cos(elev), dz = std::sin(elev);
+      double t = -0.2 / dz;
+      double x = 0.5 + t * dx, y = 0.5 + t * dy, z = 0.0;
+      if (x > 0.6 && x < 0.7 && y > 0.6 && y < 0.7) z = 0.15 * u(rng); // on the box: a wall point
+      p[0] = T(x);
+      p[1] = T(y);
+      p[2] = T(z);
+      break;
+    }
+    case Distribution::half_copies:
+      if (i % 2 == 1) {
+        p = pts[rng() % i];
+        break;
+      }
+      for (int d = 0; d < D; ++d) p[d] = T(u(rng));
+      break;
+    case Distribution::identical:
+      for (int d = 0; d < D; ++d) p[d] = T(0.25 + 0.1 * d);
+      break;
+    case Distribution::anisotropic:
+      for (int d = 0; d < D; ++d) p[d] = T(d == 0 ? 1000.0 * u(rng) : u(rng));
       break;
     case Distribution::sphere: {
       double s = 0;

@@ -15,7 +15,8 @@ namespace kdforge_bench {
 
 /// Build settings from the command line that builders may use.
 struct BenchBuildOptions {
-  kdforge::SplitPolicy split = kdforge::SplitPolicy::round_robin;
+  kdforge::SplitPolicy split = kdforge::SplitPolicy::automatic;
+  kdforge::NodeBoxPolicy node_boxes = kdforge::NodeBoxPolicy::automatic;
 };
 
 struct AutoBuilder {
@@ -27,6 +28,7 @@ struct AutoBuilder {
   static auto build(Exec const& exec, Points const& points, BenchBuildOptions const& o) {
     kdforge::BuildOptions bo;
     bo.split = o.split;
+    bo.node_boxes = o.node_boxes;
     return kdforge::build_left_balanced(exec, points, bo);
   }
 };
@@ -42,6 +44,7 @@ struct PartitionBuilder {
     kdforge::BuildOptions bo;
     bo.builder = kdforge::Builder::presorted_partition;
     bo.split = o.split;
+    bo.node_boxes = o.node_boxes;
     return kdforge::build_left_balanced(exec, points, bo);
   }
 };
@@ -55,6 +58,7 @@ struct TagsBuilder {
     kdforge::BuildOptions bo;
     bo.builder = kdforge::Builder::wald_tags;
     bo.split = o.split;
+    bo.node_boxes = o.node_boxes;
     return kdforge::build_left_balanced(exec, points, bo);
   }
 };
@@ -65,8 +69,10 @@ struct SplitSortBuilder {
       "balanced median tree: Wehr & Radkowski 2018 adaptive split and sort (round robin only; --split ignored)";
   static constexpr char const* same_tree_group = ""; // a different tree: not compared with partition/tags
   template <class Exec, class Points>
-  static auto build(Exec const& exec, Points const& points, BenchBuildOptions const&) {
-    return kdforge::build_split_sort<std::int32_t>(exec, points, kdforge::SplitSortOptions{});
+  static auto build(Exec const& exec, Points const& points, BenchBuildOptions const& o) {
+    kdforge::SplitSortOptions so;
+    so.node_boxes = o.node_boxes;
+    return kdforge::build_split_sort<std::int32_t>(exec, points, so);
   }
 };
 

@@ -1,8 +1,9 @@
 // kdforge-bench: the command line (CLI11). Every flag is documented here and
 // shown by --help.
 #include "cli.hpp"
+#include "pointset.hpp"
 
-#include <kdforge/kernels/query/traversal.hpp>
+#include <kdforge/kernels/query/walks/common.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -68,17 +69,22 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
   std::vector<std::string> builders{"all"}, ops{"all"};
   std::vector<std::int64_t> ns;
   app.add_option("--builder", builders, builder_help)->delimiter(',')->group("What is built");
-  app.add_option("--split", o.split, "split plane of each node: round_robin (level mod D) or widest (widest side of the node's box)")
-      ->check(CLI::IsMember({"round_robin", "widest"}))->group("What is built");
+  app.add_option("--split", o.split, "split plane of each node: auto (kdforge's choice by the points' box), round_robin (level mod D) or widest (widest side of the node's box)")
+      ->check(CLI::IsMember({"auto", "round_robin", "widest"}))->group("What is built");
+  app.add_option("--node-boxes", o.node_boxes, "boxes of the inner nodes' sub-trees for pruning: auto (kept where the points leave their cells empty), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))->group("What is built");
   app.add_option("--n", ns, "number(s) of points, comma separated (e.g. 1000,10000); with --points: use the first N points of the file (default: all)")
       ->delimiter(',')->check(CLI::Range(std::int64_t(1), std::int64_t(4000000000)))->default_str("100000")->group("What is built");
   app.add_option("--dim", o.dim, "dimension D of the points (compiled cases: 2, 3, 4)")
       ->check(CLI::IsMember({2, 3, 4}))->group("What is built");
   app.add_option("--dtype", o.dtype, "coordinate type")->check(CLI::IsMember({"float", "double"}))->group("What is built");
-  auto* dist = app.add_option("--dist", o.dist,
-                              "generated points: uniform (unit cube), clustered (64 Gaussian clusters, sigma 0.02), sphere "
-                              "(surface of the ball of radius 0.5), duplicates (each point one of N/16 distinct ones)")
-                   ->check(CLI::IsMember({"uniform", "clustered", "sphere", "duplicates"}))->group("What is built");
+  std::vector<std::string> dist_names;
+  std::string dist_help = "generated points:";
+  for (auto const& d : distributions()) {
+    dist_names.push_back(d.name);
+    dist_help += "\n  " + std::string(d.name) + ": " + d.description;
+  }
+  auto* dist = app.add_option("--dist", o.dist, dist_help)->check(CLI::IsMember(dist_names))->group("What is built");
   app.add_option("--points", o.points_file,
                  "read the points from FILE instead: .ply (ascii or binary_little_endian, vertex x,y,z[,w]), .xyz/.txt/.csv/.pts "
                  "(text, D numbers per line), .bin/.f32/.raw (raw float32, D per point)")
@@ -88,15 +94,16 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
                  "operations, comma separated: build, knn, closest, radius_count, radius, or all (the build is always "
                  "timed; \"build\" alone measures only it)")
       ->delimiter(',')->group("Queries");
-  app.add_option("--queries", o.queries,
-                 "query set: same (the points themselves, as Hu et al.), uniform (fresh points uniform in the points' "
-                 "bounding box), or a point FILE (formats as --points)")->group("Queries");
+  std::string queries_help = "query set (recorded as the JSON field \"queries\"):";
+  for (auto const& q : query_kinds()) queries_help += "\n  " + std::string(q.name) + ": " + q.description;
+  app.add_option("--queries", o.queries, queries_help)->group("Queries");
   app.add_option("--m", o.m, "number of queries (default: as many as points; with a query file: all of it)")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(4000000000)))->default_str("N")->group("Queries");
   app.add_option("--k", o.ks, "k of the kNN queries, comma separated")->delimiter(',')->check(CLI::Range(1, 1000000))->group("Queries");
   auto* nb = app.add_option("--neighbors", o.neighbors,
-                            "radius ops: target mean neighbour count; the radius follows from it (formula for uniform "
-                            "points, else the median distance to the target-th neighbour over 256 sampled queries)")
+                            "radius ops: target mean neighbour count; the radius follows from it (formula for --dist "
+                            "uniform, else the radius at which 64 sampled queries find it on average, by brute force; "
+                            "far queries: 64 sampled points)")
                  ->check(positive)->group("Queries");
   app.add_option("--radius", o.radius, "radius ops: this radius instead (not squared)")
       ->check(positive)->excludes(nb)->default_str("from --neighbors")->group("Queries");
@@ -140,7 +147,8 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
              "  kdforge-bench --n 1000000 --k 1,8,16 --reps 10\n"
              "  kdforge-bench --n 3200,6400,12800 --k 4 --queries same --ops knn --nanoflann   (Hu et al.'s setting)\n"
              "  kdforge-bench --n 1000,10000,100000,1000000 --dim 4 --ops build                 (Wald's Table 1)\n"
-             "  kdforge-bench --points scan.ply --queries same --k 8 --json out.jsonl");
+             "  kdforge-bench --points scan.ply --queries same --k 8 --json out.jsonl\n"
+             "  kdforge-bench --dist lidar --n 1000000 --queries jitter:0.001 --k 8 --ops knn,closest,radius");
 
   try {
     app.parse(int(mine.size()), mine.data());
@@ -183,6 +191,13 @@ std::optional<Options> parse_command_line(int argc, char** argv, int& exit_code)
   }
   if (o.ops.empty()) return fail("--ops: no operation given");
   if (o.ks.empty()) return fail("--k: no value given");
+
+  try {
+    parse_queries(o.queries);
+  } catch (UsageError const& e) {
+    return fail(e.what());
+  }
+  if (o.points_file.empty() && o.dist == "lidar" && o.dim != 3) return fail("--dist lidar needs --dim 3");
 
   if (!ns.empty()) o.ns = ns;
   else if (!o.points_file.empty()) o.ns.clear(); // all points of the file

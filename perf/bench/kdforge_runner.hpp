@@ -26,6 +26,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <iomanip>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -338,6 +339,13 @@ void measure_builder(Case<T, D>& c) {
       }
     }
   }
+  { // what the automatic choices made of these points
+    std::ostringstream facts;
+    facts << (tree->split_policy() == kdforge::SplitPolicy::widest_dimension ? "widest split" : "round-robin split")
+          << ", node boxes " << (tree->node_boxes().empty() ? "off" : "on") << " (fill " << std::setprecision(2)
+          << tree->box_fill() << ")";
+    row.note = row.note.empty() ? facts.str() : row.note + "; " + facts.str();
+  }
   c.report(row, check, "build (closest point of the sampled queries)");
   run_queries<T, D>(c, *tree, name);
 }
@@ -351,7 +359,12 @@ void run_workload(Workload const& w, Sink& sink) {
   c.pts = c.to_device(c.hp, "bench::points");
   c.qs = c.to_device(c.hq, "bench::queries");
 
-  c.bo.split = o.split == "widest" ? kdforge::SplitPolicy::widest_dimension : kdforge::SplitPolicy::round_robin;
+  c.bo.split = o.split == "widest"        ? kdforge::SplitPolicy::widest_dimension
+               : o.split == "round_robin" ? kdforge::SplitPolicy::round_robin
+                                          : kdforge::SplitPolicy::automatic;
+  c.bo.node_boxes = o.node_boxes == "always" ? kdforge::NodeBoxPolicy::always
+                    : o.node_boxes == "never" ? kdforge::NodeBoxPolicy::never
+                                              : kdforge::NodeBoxPolicy::automatic;
   kdforge::Traversal const tr = o.traversal == "stack"        ? kdforge::Traversal::stack
                                 : o.traversal == "stack_free" ? kdforge::Traversal::stack_free
                                 : o.traversal == "trail"      ? kdforge::Traversal::trail

@@ -20,7 +20,8 @@ enum Exit : int { exit_ok = 0, exit_wrong_results = 1, exit_usage = 2, exit_runt
 /// Everything the command line sets (bench_cli.cpp documents each flag).
 struct Options {
   std::vector<std::string> builders;      ///< resolved from --builder (never "all")
-  std::string split = "round_robin";      ///< round_robin | widest
+  std::string split = "auto";             ///< auto | round_robin | widest
+  std::string node_boxes = "auto";        ///< auto | always | never
   std::string traversal = "auto";         ///< auto | stack | stack_free | trail
   std::string order = "auto";             ///< auto | as_given | morton
   std::vector<std::int64_t> ns{100000};   ///< --n; with --points: prefixes of the file (empty = all)
@@ -34,9 +35,9 @@ struct Options {
   std::string results = "reuse";          ///< reuse | fresh: query results written into the previous ones, or allocated per call
   int bucket_levels = -1;                 ///< Query/RadiusOptions::bucket_levels (-1: kdforge's default)
   int regroup_iterations = -1;            ///< QueryOptions::regroup_iterations (-1: kdforge's default)
-  std::string dist = "uniform";           ///< uniform | clustered | sphere | duplicates
+  std::string dist = "uniform";           ///< a name of distributions() (pointset.hpp)
   std::string points_file;                ///< --points
-  std::string queries = "uniform";        ///< same | uniform | a file name
+  std::string queries = "uniform";        ///< same | self | uniform | jitter:SIGMA | far | a file name
   std::vector<std::string> ops{"build", "knn", "closest", "radius_count", "radius"};
   int reps = 5, warmup = 1;
   std::uint64_t seed = 1;
@@ -70,7 +71,7 @@ struct Workload {
   std::int64_t n = 0, m = 0;
   PointSet const* points = nullptr;
   PointSet const* queries = nullptr;
-  std::string queries_kind; ///< same | uniform | file
+  std::string queries_kind; ///< same | uniform | jitter:SIGMA | far | file (QueryKind::name)
   double radius = NAN;      ///< of the radius ops
   std::string radius_source;
 };

@@ -16,6 +16,7 @@ enum class Builder {
 
 /// Split dimension of each node.
 enum class SplitPolicy {
+  automatic,        ///< round_robin when the points' box is about as wide in every dimension, else widest_dimension
   round_robin,      ///< level mod D (Wald 2022, sections 2-5)
   widest_dimension, ///< widest side of the node's domain box (Wald 2022, section 6)
 };
@@ -37,7 +38,7 @@ enum class NodeBoxPolicy {
 
 struct BuildOptions {
   Builder builder = Builder::automatic;
-  SplitPolicy split = SplitPolicy::round_robin;
+  SplitPolicy split = SplitPolicy::automatic;
   NonFinitePolicy non_finite = NonFinitePolicy::reject;
   NodeBoxPolicy node_boxes = NodeBoxPolicy::automatic;
 };

@@ -65,6 +65,8 @@ template <class Tree, int CAP>
 struct SortedCandidates {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
+  using coordinate_type = T;
+  using index_type = Index;
   using Keys = PairKeys<T, Index>;
   using Key = typename Keys::Key;
   Key c[CAP];
@@ -75,6 +77,11 @@ KDFORGE_UNROLL
   }
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return Keys::dist(c[CAP - 1]); }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  /// Whether no point at squared distance >= lb with input index >=
+  /// min_index could enter the list (one compare of packed keys).
+  KOKKOS_FORCEINLINE_FUNCTION bool beyond(T lb, Index min_index) const {
+    return !(Keys::make(lb, min_index) < c[CAP - 1]);
+  }
   KOKKOS_FORCEINLINE_FUNCTION void visit(Index index, T d2) {
     Key const x = Keys::make(d2, index);
     if (!(x < c[CAP - 1])) return;
@@ -168,6 +175,8 @@ template <class Tree, class IndexRow, class DistRow>
 struct RowHeapCandidates {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
+  using coordinate_type = T;
+  using index_type = Index;
   using N = Neighbor<T, Index>;
   RowHeapOps<T, Index, IndexRow, DistRow> heap;
   T top_d2;
@@ -178,6 +187,9 @@ struct RowHeapCandidates {
   }
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return top_d2; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return false; }
+  KOKKOS_FUNCTION bool beyond(T lb, Index min_index) const {
+    return lb > top_d2 || heap.size == 0 || !(N{lb, min_index} < heap.get(0));
+  }
   KOKKOS_FUNCTION void visit(Index index, T d2) {
     if (d2 > top_d2 || heap.size == 0) return;
     N const x{d2, index};

@@ -28,29 +28,32 @@
 
 namespace kdforge::kernels {
 
-/// A sub-tree's box, aligned for whole-vector loads on GPUs (two 16-byte
-/// loads for float, D = 3).
-template <class T, int D>
+/// A sub-tree's box, and the smallest input index of its points (for the
+/// kNN walks' tie-aware pruning: walks/common.hpp), aligned for
+/// whole-vector loads on GPUs (two 16-byte loads for float, D = 3, the index
+/// in what would be padding).
+template <class T, int D, class Index>
 struct alignas(16) NodeBox {
   T lo[D];
   T hi[D];
+  Index min_index;
 };
 
 /// The node boxes of a tree: box(s) for the inner nodes s < count.
 template <class MemorySpace, class T, int D, class Index>
 struct NodeBoxes {
-  Kokkos::View<NodeBox<T, D> const*, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> boxes;
+  Kokkos::View<NodeBox<T, D, Index> const*, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> boxes;
   Index count = 0;
   KOKKOS_FORCEINLINE_FUNCTION bool empty() const { return count == 0; }
   KOKKOS_FORCEINLINE_FUNCTION bool has(Index s) const { return s < count; }
-  KOKKOS_FORCEINLINE_FUNCTION NodeBox<T, D> box(Index s) const { return boxes(s); }
+  KOKKOS_FORCEINLINE_FUNCTION NodeBox<T, D, Index> box(Index s) const { return boxes(s); }
 };
 
 /// Squared distance from q to box b (0 inside), summed in dimension order
 /// with the rounding of sq_distance: each term is at most the computed term
 /// of any point in the box (rounding is monotonic), so pruning by it is exact.
-template <class P, class T, int D>
-KOKKOS_FORCEINLINE_FUNCTION T box_distance(P const& q, NodeBox<T, D> const& b) {
+template <class P, class T, int D, class Index>
+KOKKOS_FORCEINLINE_FUNCTION T box_distance(P const& q, NodeBox<T, D, Index> const& b) {
   T s = T(0);
   for (int d = 0; d < D; ++d) {
     T const x = q[d];
@@ -70,9 +73,10 @@ struct NodeBoxLevel {
   KOKKOS_FUNCTION void operator()(std::int64_t s) const {
     using Index = typename Tree::index_type;
     constexpr int D = Tree::dimension;
-    NodeBox<typename Tree::coordinate_type, D> b;
+    NodeBox<typename Tree::coordinate_type, D, Index> b;
     auto const p = tree.load(Index(s));
     for (int d = 0; d < D; ++d) b.lo[d] = b.hi[d] = p.c[d];
+    b.min_index = p.index;
     std::int64_t const n = std::int64_t(tree.node_count());
     for (std::int64_t c = 2 * s + 1; c <= 2 * s + 2; ++c) {
       if (c >= n || !tree.has_node(Index(c))) continue;
@@ -82,12 +86,14 @@ struct NodeBoxLevel {
           b.lo[d] = cb.lo[d] < b.lo[d] ? cb.lo[d] : b.lo[d];
           b.hi[d] = cb.hi[d] > b.hi[d] ? cb.hi[d] : b.hi[d];
         }
+        b.min_index = cb.min_index < b.min_index ? cb.min_index : b.min_index;
       } else {
         auto const cp = tree.load(Index(c));
         for (int d = 0; d < D; ++d) {
           b.lo[d] = cp.c[d] < b.lo[d] ? cp.c[d] : b.lo[d];
           b.hi[d] = cp.c[d] > b.hi[d] ? cp.c[d] : b.hi[d];
         }
+        b.min_index = cp.index < b.min_index ? cp.index : b.min_index;
       }
     }
     boxes(s) = b;
@@ -138,11 +144,26 @@ struct BoxFill {
 
 } // namespace detail
 
+/// Counts the nodes of level `level` whose sub-trees hold copies of one point.
+template <class Boxes>
+struct PointBoxes {
+  Boxes boxes;
+  int level;
+  int dim;
+  KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t& count) const {
+    auto const b = boxes((std::int64_t(1) << level) - 1 + i);
+    bool point = true;
+    for (int d = 0; d < dim; ++d) point = point && b.lo[d] == b.hi[d];
+    count += point ? 1 : 0;
+  }
+};
+
 /// The node boxes of a level-order tree (every inner node's), computed on
 /// `exec`, and their fill: the geometric mean, over the nodes of one level
 /// near 1024 nodes and over dimensions, of a box's extent over its cell's.
 /// About 1 where the points fill their cells (uniform data), far below
-/// where they leave most of them empty.
+/// where they leave most of them empty; 0 when a sub-tree of 256 points or
+/// more holds copies of one point only (ties that only boxes prune).
 template <class Exec, class Tree>
 NodeBoxes<typename Exec::memory_space, typename Tree::coordinate_type, Tree::dimension, typename Tree::index_type>
 build_node_boxes(Exec const& exec, Tree const& tree, double* fill) {
@@ -155,7 +176,7 @@ build_node_boxes(Exec const& exec, Tree const& tree, double* fill) {
   NodeBoxes<MS, T, D, Index> r;
   if (fill) *fill = 1;
   if (count == 0) return r;
-  Kokkos::View<NodeBox<T, D>*, MS> boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::node_boxes"),
+  Kokkos::View<NodeBox<T, D, Index>*, MS> boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::node_boxes"),
                                          count);
   int const top = lb::level(count - 1); // the deepest level with inner nodes
   for (int l = top; l >= 0; --l) {
@@ -164,12 +185,20 @@ build_node_boxes(Exec const& exec, Tree const& tree, double* fill) {
                          detail::NodeBoxLevel<Tree, decltype(boxes)>{tree, boxes, count});
   }
   if (fill) {
-    int level = top < 10 ? top : 10;
+    // a level of <= 1024 nodes whose sub-trees hold >= ~256 points: with
+    // fewer, the extent of a few points under-fills even a uniform cell
+    int const level = top - 6 < 10 ? (top - 6 > 0 ? top - 6 : 0) : 10;
     std::int64_t const nodes = lb::min64(lb::full(level + 1), count) - lb::full(level);
     double sum = 0;
     Kokkos::parallel_reduce("kdforge::build::box_fill", Kokkos::RangePolicy<Exec>(exec, 0, nodes),
                             detail::BoxFill<Tree, decltype(boxes)>{tree, boxes, level}, sum);
     *fill = std::exp(sum / double(nodes * D));
+    int const dup_level = top - 6 > 0 ? top - 6 : 0; // sub-trees of >= ~256 points
+    std::int64_t const dup_nodes = lb::min64(lb::full(dup_level + 1), count) - lb::full(dup_level);
+    std::int64_t copies = 0;
+    Kokkos::parallel_reduce("kdforge::build::box_copies", Kokkos::RangePolicy<Exec>(exec, 0, dup_nodes),
+                            PointBoxes<decltype(boxes)>{boxes, dup_level, D}, copies);
+    if (copies > 0) *fill = 0;
   }
   r.boxes = boxes;
   r.count = Index(count);

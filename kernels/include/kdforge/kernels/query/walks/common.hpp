@@ -33,6 +33,15 @@
 // Both are summed with the rounding of the distances themselves, so a bound
 // never exceeds the computed distance of a point it covers: results are
 // exactly those of brute force, whatever prunes.
+//
+// Ties. A kNN list orders (distance, index) pairs, and with many points at
+// one distance (duplicates: a million copies of one point) the distances
+// alone prune nothing. A node box also records the smallest input index
+// below it, and a kNN visitor skips a sub-tree when (box distance, smallest
+// index) cannot beat its k-th pair (beyond()). The walks go to the left
+// child first when the query lies on the split plane: the builders order
+// equal coordinates by input index, so the left side holds the smaller
+// indices, which fill the list first and let the rest be skipped.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/kernels/trees/concept.hpp>
@@ -44,6 +53,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 namespace kdforge::kernels {
 
@@ -74,7 +84,7 @@ KOKKOS_FORCEINLINE_FUNCTION bool node_exists(Tree const& tree, typename Tree::in
 
 /// The node boxes of a tree, or an empty set for trees that have none.
 template <class Tree>
-KOKKOS_FORCEINLINE_FUNCTION auto node_boxes_of(Tree const& tree) {
+KOKKOS_FORCEINLINE_FUNCTION decltype(auto) node_boxes_of(Tree const& tree) {
   if constexpr (has_node_boxes<Tree>) {
     return tree.node_boxes();
   } else {
@@ -175,6 +185,23 @@ struct BucketCursor {
     return false;
   }
 };
+
+template <class Visitor, class = void>
+struct has_beyond : std::false_type {};
+template <class Visitor>
+struct has_beyond<Visitor, std::void_t<decltype(std::declval<Visitor const&>().beyond(
+                               std::declval<typename Visitor::coordinate_type>(), std::declval<typename Visitor::index_type>()))>>
+    : std::true_type {};
+
+/// Whether nothing below a node box, whose points lie at squared distance
+/// >= lb and have input indices >= min_index, can matter to the visitor:
+/// kNN visitors compare (lb, min_index) with their k-th pair (see Ties at
+/// the top), the others lb with their bound.
+template <class Visitor, class T, class Index>
+KOKKOS_FORCEINLINE_FUNCTION bool beyond_reach(Visitor const& v, T lb, Index min_index) {
+  if constexpr (has_beyond<Visitor>::value) return v.beyond(lb, min_index);
+  else return lb > v.bound();
+}
 
 /// Whether a visitor's bound() never changes during a walk (see the top).
 template <class Visitor, class = void>

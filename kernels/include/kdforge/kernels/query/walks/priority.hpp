@@ -43,7 +43,7 @@ KOKKOS_FUNCTION void priority_search(Tree const& tree, typename Tree::point_type
   constexpr int D = Tree::dimension;
   Index const n = tree.node_count();
   if (n == 0) return;
-  auto const boxes = node_boxes_of(tree);
+  auto const& boxes = node_boxes_of(tree);
   T off0[D];
   root_offsets(q, tree.bounds(), off0);
   Index node = 0;
@@ -57,8 +57,8 @@ KOKKOS_FUNCTION void priority_search(Tree const& tree, typename Tree::point_type
       int const level = lb::level(node);
       int const dim = tree.split_dim(node, level);
       T const diff = component<D>(q, dim) - component<D>(p, dim);
-      Index const close = diff < 0 ? 2 * node + 1 : 2 * node + 2;
-      Index const far = diff < 0 ? 2 * node + 2 : 2 * node + 1;
+      Index const close = diff <= 0 ? 2 * node + 1 : 2 * node + 2;
+      Index const far = diff <= 0 ? 2 * node + 2 : 2 * node + 1;
       // the far side's bound: the largest of the path's bound, its cell's
       // and, where the tree has one, its box's
       T far_lb = cell_distance(off0, dim, diff);

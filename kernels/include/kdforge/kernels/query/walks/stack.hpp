@@ -27,9 +27,12 @@
 
 namespace kdforge::kernels {
 
-template <class Tree, class Visitor>
-KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
-                                    Buckets buckets) {
+/// The walk, compiled with node boxes (Boxed) and without: the box tests
+/// and the tie-aware pops are compiled out where a tree has no boxes, and
+/// cost nothing then.
+template <bool Boxed, class Tree, class Visitor, class Boxes>
+KOKKOS_FUNCTION void stack_walk(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
+                                Buckets buckets, Boxes const& boxes) {
   int const bucket_levels = buckets.levels;
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
@@ -39,8 +42,6 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
   // take registers from all of them.
   constexpr bool defer = !backend::device_code && !has_fixed_bound<Visitor>::value;
   Index const n = tree.node_count();
-  if (n == 0) return;
-  auto const boxes = node_boxes_of(tree);
   int const lb = bucket_level(n, bucket_levels);
   struct Entry {
     Index node;
@@ -49,7 +50,8 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
     T off[D]; // per dimension, q's offset from the far child's cell
     Index parent_index; // kNN: the caller's index of the far child's parent
     T parent_d2;        // and its squared distance, shown to the visitor at the pop
-    T parent_rd;        // kNN: the far cell's distance, a bound of the parent's point
+    Index min_index;    // Boxed: the far child's smallest input index (0: unknown)
+    T parent_rd;        // Boxed kNN: the far cell's distance, a bound of the parent's point
   } stack[sizeof(Index) * 8 + 1]; // levels of a tree of < 2^31 (2^63) node slots
   int top = 0;
   Index node = 0;
@@ -71,49 +73,79 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
       }
       int const dim = tree.split_dim(node, level);
       T const diff = component<Tree::dimension>(o, dim);
-      Index const right = diff < 0 ? 0 : 1; // arithmetic, not a branch, on CPUs
+      Index const right = diff <= 0 ? 0 : 1; // arithmetic, not a branch, on CPUs
       Index const close = 2 * node + 1 + right;
       Index const far = 2 * node + 2 - right;
       ++level;
-      T const cell_rd = cell_distance(off, dim, diff);
       if (node_exists(tree, far)) {
         Entry& e = stack[top];
         for (int d = 0; d < D; ++d) e.off[d] = d == dim ? diff : off[d];
         e.node = far;
         e.level = level;
-        T rd = cell_rd;
-        if (boxes.has(far)) {
-          T const bd = box_distance(q, boxes.box(far));
-          rd = bd > rd ? bd : rd;
+        T const cell_rd = cell_distance(off, dim, diff);
+        e.rd = cell_rd;
+        bool reach;
+        if constexpr (Boxed) {
+          Index min_index = 0;
+          if (boxes.has(far)) {
+            auto const b = boxes.box(far);
+            T const bd = box_distance(q, b);
+            e.rd = bd > cell_rd ? bd : cell_rd;
+            min_index = b.min_index;
+          }
+          e.min_index = min_index;
+          reach = !beyond_reach(visitor, e.rd, min_index);
+        } else {
+          reach = cell_rd <= visitor.bound();
         }
-        e.rd = rd;
         if constexpr (defer) {
           e.parent_index = p.index;
           e.parent_d2 = d2;
-          e.parent_rd = cell_rd;
-          // the far side is out of reach already, the node's point may not be
-          if (rd > visitor.bound() && cell_rd <= visitor.bound()) visitor.visit(p.index, d2);
+          if constexpr (Boxed) {
+            e.parent_rd = cell_rd;
+            // the far side is out of reach already, the node's point may not be
+            if (!reach && cell_rd <= visitor.bound()) visitor.visit(p.index, d2);
+          }
         }
-        top += e.rd <= visitor.bound() ? 1 : 0;
+        top += reach ? 1 : 0;
       } else if constexpr (defer) {
         visitor.visit(p.index, d2); // no far child to wait for
       }
       if (!node_exists(tree, close)) break;
-      if (boxes.has(close) && box_distance(q, boxes.box(close)) > visitor.bound()) break;
+      if constexpr (Boxed) {
+        if (boxes.has(close)) {
+          auto const b = boxes.box(close);
+          if (beyond_reach(visitor, box_distance(q, b), b.min_index)) break;
+        }
+      }
       node = close;
     }
-    while (true) {
+    while (true) { // pop the next far child still within reach
       if (top == 0) return;
       Entry const& e = stack[--top];
-      if constexpr (defer) {
-        if (e.parent_rd <= visitor.bound()) visitor.visit(e.parent_index, e.parent_d2);
+      if constexpr (Boxed) {
+        if constexpr (defer) {
+          if (e.parent_rd <= visitor.bound()) visitor.visit(e.parent_index, e.parent_d2);
+        }
+        if (!beyond_reach(visitor, e.rd, e.min_index)) break;
+      } else if (e.rd <= visitor.bound()) {
+        if constexpr (defer) visitor.visit(e.parent_index, e.parent_d2);
+        break;
       }
-      if (e.rd <= visitor.bound()) break;
     }
     node = stack[top].node;
     level = stack[top].level;
     for (int d = 0; d < D; ++d) off[d] = stack[top].off[d];
   }
+}
+
+template <class Tree, class Visitor>
+KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type const& q, Visitor& visitor,
+                                    Buckets buckets) {
+  if (tree.node_count() == 0) return;
+  auto const& boxes = node_boxes_of(tree);
+  if (boxes.empty()) stack_walk<false>(tree, q, visitor, buckets, boxes);
+  else stack_walk<true>(tree, q, visitor, buckets, boxes);
 }
 
 } // namespace kdforge::kernels

@@ -58,8 +58,8 @@ KOKKOS_FUNCTION void traverse_stack_free(Tree const& tree, typename Tree::point_
     } else {
       int const dim = tree.split_dim(curr, level);
       T const diff = component<Tree::dimension>(o, dim);
-      Index const close = diff < 0 ? 2 * curr + 1 : 2 * curr + 2;
-      Index const far = diff < 0 ? 2 * curr + 2 : 2 * curr + 1;
+      Index const close = diff <= 0 ? 2 * curr + 1 : 2 * curr + 2;
+      Index const far = diff <= 0 ? 2 * curr + 2 : 2 * curr + 1;
       // the far side is entered after the close one (or right away when
       // there is no close child), if its cell is within the bound
       bool const close_exists = node_exists(tree, close);

@@ -89,7 +89,7 @@ KOKKOS_FUNCTION TrailState<typename Tree::index_type> trail_descend(Tree const& 
     // pending: its point or its far side may matter (with no cutoff the
     // bound is +inf and every level is)
     if (far_cell_bound(tree, off0, s.curr, s.level, bit, diff) <= bound) s.pending |= bit;
-    Index const close = diff < 0 ? 2 * s.curr + 1 : 2 * s.curr + 2;
+    Index const close = diff <= 0 ? 2 * s.curr + 1 : 2 * s.curr + 2;
     if (!node_exists(tree, close)) { // the path ends above the buckets: pop this node first
       s.popping = true;
       break;
@@ -124,7 +124,7 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
   using Mask = TrailMask<Index>;
   Index const n = tree.node_count();
   if (n == 0) return true;
-  auto const boxes = node_boxes_of(tree);
+  auto const& boxes = node_boxes_of(tree);
   T off0[Tree::dimension];
   root_offsets(q, tree.bounds(), off0);
   int const lb = bucket_level(n, buckets.levels);
@@ -159,7 +159,10 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     if (exists) p = tree.load(v);
     // a far child just entered: out of reach by its box, nothing below it matters
     bool skip = false;
-    if (fresh && boxes.has(v)) skip = box_distance(q, boxes.box(v)) > visitor.bound();
+    if (fresh && boxes.has(v)) {
+      auto const b = boxes.box(v);
+      skip = beyond_reach(visitor, box_distance(q, b), b.min_index);
+    }
     auto const o = offsets(q, p);
     if (exists && !skip && (popping || scanning)) { // a step's node waits for its pop
       visitor.visit(p.index, sq_norm(o));
@@ -171,8 +174,8 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     // v's far side (used by steps and pops)
     T const diff = split_offset(tree, o, v, vl, vbit);
     bool const within = far_cell_bound(tree, off0, v, vl, vbit, diff) <= visitor.bound();
-    Index const close = diff < 0 ? 2 * v + 1 : 2 * v + 2;
-    Index const far = diff < 0 ? 2 * v + 2 : 2 * v + 1;
+    Index const close = diff <= 0 ? 2 * v + 1 : 2 * v + 2;
+    Index const far = diff <= 0 ? 2 * v + 2 : 2 * v + 1;
     // the bucket's next node in level order (used by scanning iterations;
     // the cursor resets itself after the bucket's last node)
     BucketCursor<Index> next_bucket = bucket;
@@ -218,7 +221,7 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
     auto state = trail_descend(tree, q, visitor.bound(), buckets);
     trail_shrinking_run(tree, q, visitor, buckets, state, -1);
   } else {
-    auto const boxes = node_boxes_of(tree);
+    auto const& boxes = node_boxes_of(tree);
     T off0[Tree::dimension];
     root_offsets(q, tree.bounds(), off0);
     int const lb = bucket_level(n, buckets.levels);
@@ -232,7 +235,11 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
     int const bucket_size = buckets.size;
     while (true) {
       bool const scanning = level == lb;
-      bool const skip = fresh && boxes.has(u) && box_distance(q, boxes.box(u)) > visitor.bound();
+      bool skip = false;
+      if (fresh && boxes.has(u)) {
+        auto const b = boxes.box(u);
+        skip = beyond_reach(visitor, box_distance(q, b), b.min_index);
+      }
       fresh = false;
       if (!skip) {
         bool const exists = !scanning || tree.has_node(u);
@@ -248,11 +255,11 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
         } else {
           Mask const lbit = Mask(1) << level;
           T const diff = split_offset(tree, o, u, level, lbit);
-          Index const close = diff < 0 ? 2 * u + 1 : 2 * u + 2;
-          Index const far = diff < 0 ? 2 * u + 2 : 2 * u + 1;
+          Index const close = diff <= 0 ? 2 * u + 1 : 2 * u + 2;
+          Index const far = diff <= 0 ? 2 * u + 2 : 2 * u + 1;
           if (far_cell_bound(tree, off0, u, level, lbit, diff) <= visitor.bound() && node_exists(tree, far)) {
             pending |= lbit;
-            if (diff < 0) far_right |= lbit;
+            if (diff <= 0) far_right |= lbit;
           }
           if (node_exists(tree, close)) {
             curr = close;
