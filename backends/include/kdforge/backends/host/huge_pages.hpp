@@ -8,11 +8,8 @@
 // it was touched (the common "madvise" setting of
 // /sys/kernel/mm/transparent_hugepage/enabled; "always" needs no mark,
 // "never" ignores it). kdforge marks the tree's nodes and the result Views
-// it allocates. 16 cores of a virtual Xeon host (THP "madvise"), same run,
-// four rounds (perf/NOTES.md, session 14, run60): 1M x 1M kNN k = 8
-// 84-95 -> 86-87 ms (median of the rounds 92.2 -> 86.1), closest point
-// 40-52 -> 39-46; 10M points, three rounds: k = 8 103-114 -> 105-110. GPU
-// memory and other memory spaces are left alone.
+// it allocates (16 Xeon cores, 1M x 1M kNN k = 8: 92 -> 86 ms;
+// docs/performance.md). GPU memory and other memory spaces are left alone.
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>

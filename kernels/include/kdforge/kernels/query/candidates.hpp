@@ -105,9 +105,8 @@ KDFORGE_UNROLL
     // with c[i - 1] twice per slot (once chained for the next slot, once
     // unchained for the select): 44 SASS instructions for CAP 8, all on
     // the integer pipe that ncu showed as the kernel's busiest (80%); this
-    // form takes 32 (16 compares, 16 selects). H100, 1M x 1M, same run
-    // (perf/NOTES.md, session 15): kNN k = 8 1.05-1.08 -> 0.99-1.01 ms,
-    // k = 16 2.05-2.07 -> 1.77-1.79.
+    // form takes 32 (16 compares, 16 selects): kNN k = 8 6% and k = 16
+    // 14% faster on an H100 (docs/performance.md).
     bool go = true; // x < c[CAP - 1], tested above
 KDFORGE_UNROLL
     for (int i = CAP - 1; i >= 1; --i) {
