@@ -31,7 +31,7 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
   int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, 1, "closest_point");
   detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
     detail::run_knn(exec, t, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, regroup, workspace,
-                    "closest_point");
+                    options.check_queries, "closest_point");
   });
 }
 

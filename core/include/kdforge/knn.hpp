@@ -34,7 +34,8 @@ void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnR
   detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
   int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, k, "knn");
   detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
-    detail::run_knn(exec, t, q, k, out, sq_cutoff, walk, options.order, regroup, workspace, "knn");
+    detail::run_knn(exec, t, q, k, out, sq_cutoff, walk, options.order, regroup, workspace,
+                    options.check_queries, "knn");
   });
 }
 

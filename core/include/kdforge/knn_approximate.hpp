@@ -55,7 +55,7 @@ auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries,
   Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
              decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
   QueryWorkspace<MS> workspace; // the processing order, kept until the kernels are queued
-  auto order = detail::prepare_queries(exec, tree, q, options.order, workspace, "knn_approximate");
+  auto order = detail::prepare_queries(exec, tree, q, options.order, workspace, options.check_queries);
   bool const local = options.queue_capacity <= 32;
   if (k <= 8) {
     if (local) detail::run_approx_knn<8, 32>(exec, tree, q, order, res, k, sq_cutoff, options);
@@ -67,6 +67,7 @@ auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries,
     if (local) detail::run_approx_knn<0, 32>(exec, tree, q, order, res, k, sq_cutoff, options);
     else detail::run_approx_knn<0, 0>(exec, tree, q, order, res, k, sq_cutoff, options);
   }
+  detail::throw_if_bad_query(exec, workspace, m, options.check_queries, "knn_approximate");
   return res;
 }
 

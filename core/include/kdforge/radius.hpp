@@ -29,7 +29,8 @@ void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, do
   auto q = detail::query_points<Exec, Tree>(exec, queries);
   std::int64_t const m = std::int64_t(q.extent(0));
   detail::ensure_extents(counts, "kdforge::radius::counts", m);
-  detail::run_radius_count(exec, tree, q, sq_r, counts, options.max_neighbors, options.order, walk, workspace);
+  detail::run_radius_count(exec, tree, q, sq_r, counts, options.max_neighbors, options.order, options.check_queries, walk,
+                           workspace);
 }
 
 /// As above, with scratch memory allocated for this call.
@@ -52,9 +53,9 @@ radius_count(Exec const& exec, Tree const& tree, Queries const& queries, double 
 /// All points within `radius` (inclusive) of each query, in CSR form, built
 /// in two passes (count, then fill) so no buffer size is guessed. With
 /// max_neighbors >= 0 each row keeps the nearest ones only (sorted). Written
-/// into `out`: offsets is kept when it has extent M + 1, indices and
-/// sq_distances when their extent is the number of neighbours found; each is
-/// replaced otherwise. Returns with the results complete (the neighbour count
+/// into `out`: offsets is kept when it has extent M + 1, and indices and
+/// sq_distances are the first offsets(M) entries of out's row storage, kept
+/// while it holds enough (see RadiusResult). Returns with the results complete (the neighbour count
 /// is read back on the way). `workspace`: as for knn. Running out of memory
 /// for the rows throws kdforge::Error (`out` is then left with unspecified,
 /// valid contents).

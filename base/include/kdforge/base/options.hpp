@@ -88,6 +88,12 @@ struct QueryOptions {
   QueryOrder order = QueryOrder::automatic;
   int bucket_levels = automatic_bucket_levels;
   int regroup_iterations = automatic_regroup; ///< see automatic_regroup
+  /// Refuse queries with a NaN or infinite coordinate (kdforge::Error naming
+  /// the first). The check shares the pass that orders the queries, but
+  /// reads one value back, so the call returns with its results complete;
+  /// false skips it and leaves the call asynchronous (fence the execution
+  /// space before reading the results), for queries known to be finite.
+  bool check_queries = true;
 };
 
 struct RadiusOptions {
@@ -112,6 +118,7 @@ struct RadiusOptions {
   Traversal traversal = Traversal::automatic;
   QueryOrder order = QueryOrder::automatic;
   int bucket_levels = automatic_bucket_levels; ///< as QueryOptions::bucket_levels
+  bool check_queries = true; ///< as QueryOptions::check_queries
 };
 
 /// Approximate kNN (knn_approximate) with Wehr & Radkowski's bounded queue.
@@ -125,6 +132,7 @@ struct ApproximateOptions {
   /// Only neighbours with distance <= cutoff_radius are reported (not squared).
   double cutoff_radius = std::numeric_limits<double>::infinity();
   QueryOrder order = QueryOrder::automatic;
+  bool check_queries = true; ///< as QueryOptions::check_queries
 };
 
 } // namespace kdforge

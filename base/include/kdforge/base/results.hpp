@@ -23,8 +23,14 @@ struct ClosestResult {
 template <class MemorySpace, class T, class Index>
 struct RadiusResult {
   Kokkos::View<std::int64_t*, MemorySpace> offsets; ///< M + 1; row q is [offsets(q), offsets(q+1))
-  Kokkos::View<Index*, MemorySpace> indices;
-  Kokkos::View<T*, MemorySpace> sq_distances;
+  Kokkos::View<Index*, MemorySpace> indices;        ///< offsets(M) neighbours
+  Kokkos::View<T*, MemorySpace> sq_distances;       ///< offsets(M) squared distances
+  /// The allocations indices and sq_distances are the first offsets(M)
+  /// entries of. A call that finds no more neighbours than they hold writes
+  /// into them (a time loop allocates nothing once they are large enough);
+  /// one that finds more replaces them with a quarter to spare.
+  Kokkos::View<Index*, MemorySpace> indices_storage;
+  Kokkos::View<T*, MemorySpace> sq_distances_storage;
 };
 
 template <class Exec, class Tree>

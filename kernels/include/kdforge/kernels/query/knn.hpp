@@ -152,11 +152,11 @@ void run_sorted(char const* name, char const* resume_name, Exec const& exec, Tre
 template <class Exec, class Tree, class QV, class Result>
 void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
              typename Tree::coordinate_type sq_cutoff, Walk const& walk, QueryOrder order_option, int regroup,
-             QueryWorkspace<typename Exec::memory_space>& ws, char const* where) {
+             QueryWorkspace<typename Exec::memory_space>& ws, bool check, char const* where) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
   Region region("kdforge::knn");
-  auto order = prepare_queries(exec, tree, q, order_option, ws, where);
+  auto order = prepare_queries(exec, tree, q, order_option, ws, check);
   QueryPolicy<Exec> policy(exec, 0, m);
   using OV = decltype(order);
   constexpr bool column = is_column_result<Result>::value; // closest point: k = 1 only
@@ -168,6 +168,7 @@ void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result cons
     else if (k <= 32) run_sorted<32>("kdforge::knn::k32", "kdforge::knn::k32::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
     else Kokkos::parallel_for("kdforge::knn::heap", policy, KnnHeapFunctor<Tree, QV, OV, Result>{tree, q, order, res, k, sq_cutoff, walk});
   }
+  throw_if_bad_query(exec, ws, m, check, where);
 }
 
 } // namespace kdforge::detail

@@ -43,9 +43,9 @@ KOKKOS_FUNCTION std::uint32_t morton_code(Point<T, D> const& q, Box<T, D> const&
   return code;
 }
 
-/// Morton codes of the queries and the identity order, and the smallest
-/// index of a query with a NaN or infinite coordinate in `bad` (checked in
-/// the same pass: the queries are read once).
+/// Morton codes of the queries and the identity order, and, where `bad` is
+/// allocated, the smallest index of a query with a NaN or infinite
+/// coordinate in it (checked in the same pass: the queries are read once).
 template <class QV, class B, class Codes, class Order, class Bad>
 struct MortonCodes {
   QV queries;
@@ -59,7 +59,7 @@ struct MortonCodes {
     order(i) = typename Order::value_type(i);
     bool finite = true;
     for (int d = 0; d < int(sizeof(q.coords) / sizeof(q.coords[0])); ++d) finite = finite && kdforge::detail::is_finite(q[d]);
-    if (!finite) Kokkos::atomic_fetch_min(&bad(), std::int64_t(i));
+    if (!finite && bad.data()) Kokkos::atomic_fetch_min(&bad(), std::int64_t(i));
   }
 };
 

@@ -28,47 +28,55 @@ struct FirstNonFiniteQuery {
   }
 };
 
-/// Checks that every query is finite (kdforge::Error naming the first one
-/// that is not) and returns the order in which they are processed (empty:
-/// as given), in `ws`, which must stay untouched until the kernels that read
-/// it have run. The check reads one value back, so the call waits for the
-/// Morton pass (microseconds) before it queues the walks.
+/// The order in which the queries are processed (empty: as given), in `ws`,
+/// which must stay untouched until the kernels that read it have run. With
+/// `check`, the same pass over the queries records the first one with a NaN
+/// or infinite coordinate, for throw_if_bad_query at the end of the call:
+/// the walks handle such a query harmlessly (every comparison with NaN
+/// fails, so it prunes everything), and the call reads the one value back
+/// when its kernels are queued, instead of waiting in the middle for it.
 template <class Exec, class Tree, class QV>
 Kokkos::View<typename Tree::index_type*, typename Exec::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
 prepare_queries(Exec const& exec, Tree const& tree, QV const& q, QueryOrder order,
-                QueryWorkspace<typename Exec::memory_space>& ws, char const* where) {
+                QueryWorkspace<typename Exec::memory_space>& ws, bool check) {
   using MS = typename Exec::memory_space;
   using Index = typename Tree::index_type;
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return {};
-  if (!ws.first_bad.data()) ws.first_bad = Kokkos::View<std::int64_t, MS>("kdforge::query::first_bad");
-  std::int64_t const none = std::numeric_limits<std::int64_t>::max();
-  Kokkos::deep_copy(exec, ws.first_bad, none);
+  Kokkos::View<std::int64_t, MS> bad;
+  if (check) {
+    if (!ws.first_bad.data()) ws.first_bad = Kokkos::View<std::int64_t, MS>("kdforge::query::first_bad");
+    Kokkos::deep_copy(exec, ws.first_bad, std::numeric_limits<std::int64_t>::max());
+    bad = ws.first_bad;
+  }
   // Morton order on every target (automatic): faster on GPUs and CPUs alike
   bool const sort = (order == QueryOrder::morton || order == QueryOrder::automatic) && m >= 2 && tree.size() > 0;
   Kokkos::View<Index*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> ord;
-  {
-    Region region("kdforge::query::morton_order");
-    if (sort) {
-      ord = kernels::morton_codes<Exec, typename Tree::coordinate_type, Tree::dimension, Index>(
-          exec, q, tree.bounds(), ws.codes, ws.order_bytes, ws.first_bad);
-    } else {
-      Kokkos::parallel_for("kdforge::query::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                           FirstNonFiniteQuery<QV, Kokkos::View<std::int64_t, MS>>{q, ws.first_bad});
-    }
+  Region region("kdforge::query::morton_order");
+  if (sort) {
+    ord = kernels::morton_codes<Exec, typename Tree::coordinate_type, Tree::dimension, Index>(
+        exec, q, tree.bounds(), ws.codes, ws.order_bytes, bad);
+    kernels::sort_morton_order<Exec, Tree::dimension>(exec, ws.codes, ord, ws.scratch);
+  } else if (check) {
+    Kokkos::parallel_for("kdforge::query::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         FirstNonFiniteQuery<QV, Kokkos::View<std::int64_t, MS>>{q, bad});
   }
-  std::int64_t bad = none;
+  return ord;
+}
+
+/// Throws kdforge::Error naming the first query prepare_queries found with a
+/// NaN or infinite coordinate. Waits for the call's kernels.
+template <class Exec>
+void throw_if_bad_query(Exec const& exec, QueryWorkspace<typename Exec::memory_space> const& ws, std::int64_t m,
+                        bool check, char const* where) {
+  if (!check || m == 0) return;
+  std::int64_t bad = 0;
   Kokkos::deep_copy(exec, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&bad),
                     ws.first_bad);
   exec.fence();
-  if (bad != none)
+  if (bad != std::numeric_limits<std::int64_t>::max())
     fail(where, "query ", bad, " has a NaN or infinite coordinate; a query must be a finite point (remove it, "
-                "or replace it by a finite one)");
-  if (sort) {
-    Region region("kdforge::query::morton_order");
-    kernels::sort_morton_order<Exec, Tree::dimension>(exec, ws.codes, ord, ws.scratch);
-  }
-  return ord;
+                "or replace it by a finite one; the results of this call are not valid)");
 }
 
 } // namespace kdforge::detail

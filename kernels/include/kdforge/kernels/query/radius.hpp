@@ -282,17 +282,35 @@ struct CopyRowsFunctor {
 /// radius_count's work once its arguments are checked.
 template <class Exec, class Tree, class QV, class Counts>
 void run_radius_count(Exec const& exec, Tree const& tree, QV const& q, typename Tree::coordinate_type sq_r,
-                      Counts const& counts, std::int64_t cap, QueryOrder order_option, Walk const& walk,
+                      Counts const& counts, std::int64_t cap, QueryOrder order_option, bool check, Walk const& walk,
                       QueryWorkspace<typename Exec::memory_space>& workspace) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
   Region region("kdforge::radius_count");
-  auto order = prepare_queries(exec, tree, q, order_option, workspace, "radius_count");
+  auto order = prepare_queries(exec, tree, q, order_option, workspace, check);
   with_fixed_split<Exec>(tree, [&](auto const& t) {
     using FT = std::decay_t<decltype(t)>;
     Kokkos::parallel_for("kdforge::radius::count", QueryPolicy<Exec>(exec, 0, m),
                          RadiusCountFunctor<FT, QV, decltype(order), Counts>{t, q, order, counts, sq_r, cap, walk});
   });
+  throw_if_bad_query(exec, workspace, m, check, "radius_count");
+}
+
+/// Points res.indices and res.sq_distances at the first `total` entries of
+/// their storage, grown (by a quarter more than needed) when too small.
+template <class Result>
+void reserve_rows(Result& res, std::int64_t total) {
+  if (std::int64_t(res.indices_storage.extent(0)) < total || std::int64_t(res.sq_distances_storage.extent(0)) < total) {
+    std::int64_t const cap = total + total / 4;
+    res.indices = {}; // free the old rows before the new ones are allocated
+    res.sq_distances = {};
+    res.indices_storage = {};
+    res.sq_distances_storage = {};
+    ensure_extents(res.indices_storage, "kdforge::radius::indices", cap);
+    ensure_extents(res.sq_distances_storage, "kdforge::radius::sq_distances", cap);
+  }
+  res.indices = Kokkos::subview(res.indices_storage, Kokkos::make_pair(std::int64_t(0), total));
+  res.sq_distances = Kokkos::subview(res.sq_distances_storage, Kokkos::make_pair(std::int64_t(0), total));
 }
 
 /// radius_search's work once its arguments are checked (see radius.hpp in
@@ -307,7 +325,7 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, typename
   using MS = typename Exec::memory_space;
   Region region("kdforge::radius_search");
   std::int64_t const m = std::int64_t(q.extent(0));
-  auto order = prepare_queries(exec, tree, q, options.order, workspace, "radius_search");
+  auto order = prepare_queries(exec, tree, q, options.order, workspace, options.check_queries);
 
   using Result = RadiusResultFor<Exec, Tree>;
   Result& res = out;
@@ -338,7 +356,7 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, typename
       rows.resize(std::size_t(n_chunks));
       std::atomic<bool> out_of_memory{false};
       Kokkos::parallel_for("kdforge::radius::count_and_append", ChunkPolicy(exec, 0, n_chunks),
-                           RadiusAppendFunctor<Tree, decltype(q), decltype(order), decltype(counts)>{
+                           RadiusAppendFunctor<Tree, QV, decltype(order), decltype(counts)>{
                                tree, q, order, counts, sq_r, walk, m, chunk, &rows, &out_of_memory});
       exec.fence();
       if (out_of_memory.load()) {
@@ -359,23 +377,24 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, typename
     with_fixed_split<Exec>(tree, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::count_and_buffer", QueryPolicy<Exec>(exec, 0, m),
-                           RadiusBufferFunctor<FT, decltype(q), decltype(order), decltype(counts), decltype(bidx),
+                           RadiusBufferFunctor<FT, QV, decltype(order), decltype(counts), decltype(bidx),
                                                        decltype(bdist)>{t, q, order, counts, bidx, bdist, sq_r, walk});
     });
   } else if (m > 0) {
     with_fixed_split<Exec>(tree, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::count", QueryPolicy<Exec>(exec, 0, m),
-                           RadiusCountFunctor<FT, decltype(q), decltype(order), decltype(counts)>{
+                           RadiusCountFunctor<FT, QV, decltype(order), decltype(counts)>{
                                t, q, order, counts, sq_r, options.max_neighbors, walk});
     });
   }
+  // a bad query is reported before the rows are allocated
+  throw_if_bad_query(exec, workspace, m, options.check_queries, "radius_search");
   backend::exclusive_scan_async(exec, res.offsets, res.offsets, workspace.scratch);
   std::int64_t total = 0;
   Kokkos::deep_copy(exec, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&total), last);
   exec.fence();
-  ensure_extents(res.indices, "kdforge::radius::indices", total);
-  ensure_extents(res.sq_distances, "kdforge::radius::sq_distances", total);
+  reserve_rows(res, total);
   if constexpr (!runs_on_gpu<Exec>()) {
     if (m > 0 && appended) {
       Kokkos::parallel_for("kdforge::radius::copy_rows", ChunkPolicy(exec, 0, n_chunks),
@@ -388,14 +407,14 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, typename
     with_fixed_split<Exec>(tree, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                           RadiusCopyFunctor<FT, decltype(q), decltype(order), Result, decltype(bidx), decltype(bdist)>{
+                           RadiusCopyFunctor<FT, QV, decltype(order), Result, decltype(bidx), decltype(bdist)>{
                                t, q, order, res, bidx, bdist, sq_r, options.sort, walk});
     });
   } else if (m > 0) {
     with_fixed_split<Exec>(tree, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::fill", QueryPolicy<Exec>(exec, 0, m),
-                           RadiusFillFunctor<FT, decltype(q), decltype(order), Result>{
+                           RadiusFillFunctor<FT, QV, decltype(order), Result>{
                                t, q, order, res, sq_r, options.max_neighbors >= 0, options.sort, walk});
     });
   }
