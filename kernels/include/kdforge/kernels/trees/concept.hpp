@@ -31,6 +31,8 @@
 // (candidate lists, counters, CSR writers: kernels/query/) are shared by all.
 #include <kdforge/base/types.hpp>
 
+#include <Kokkos_Core.hpp>
+
 #include <type_traits>
 #include <utility>
 
@@ -85,7 +87,7 @@ inline constexpr bool has_node_boxes = concept_detail::has_node_boxes<Tree>::val
 /// Compile-time check with plain-English messages; true when Tree is a
 /// level-order tree.
 template <class Tree>
-constexpr bool check_level_order_tree() {
+KOKKOS_INLINE_FUNCTION constexpr bool check_level_order_tree() {
   static_assert(concept_detail::has_types<Tree>::value,
                 "kdforge: a tree type must name memory_space, coordinate_type, index_type, point_type and "
                 "`static constexpr int dimension` (see kdforge/kernels/trees/concept.hpp)");

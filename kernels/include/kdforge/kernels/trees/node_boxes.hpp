@@ -22,6 +22,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -100,73 +101,92 @@ struct NodeBoxLevel {
   }
 };
 
-/// Per node of level `level`: the product over dimensions of its box's
-/// extent over its cell's (the root box clipped by its ancestors' planes),
-/// taken in the dimensions where the cell has width; 1 where none has.
-template <class Tree, class Boxes>
-struct BoxFill {
+/// Per node of level `level` (one team each): its sub-tree's box, reduced
+/// over the sub-tree's nodes (node t of the sub-tree in level order is
+/// (s << highest_bit(t + 1)) + t), and the log of the product over
+/// dimensions of the box's extent over its cell's (the tree's box clipped by
+/// the ancestors' planes), in the dimensions where the cell has width; and
+/// whether the sub-tree is copies of one point.
+template <class Tree, class Out>
+struct SampleFill {
   Tree tree;
-  Boxes boxes;
+  Out out; // nodes x 2: log fill, 1 if one repeated point
   int level;
-  KOKKOS_FUNCTION void operator()(std::int64_t i, double& sum) const {
+  template <class Team>
+  KOKKOS_FUNCTION void operator()(Team const& team) const {
     using Index = typename Tree::index_type;
     using T = typename Tree::coordinate_type;
     constexpr int D = Tree::dimension;
+    std::int64_t const i = team.league_rank();
     std::int64_t const s = (std::int64_t(1) << level) - 1 + i;
+    std::int64_t const n = std::int64_t(tree.node_count());
+    std::int64_t span = 0; // level-order positions of s's sub-tree below n
+    for (int j = 0; (((s + 1) << j) - 1) < n; ++j) span = (std::int64_t(2) << j) - 1;
     T lo[D], hi[D];
-    auto const root = tree.bounds();
     for (int d = 0; d < D; ++d) {
-      lo[d] = root.lo[d];
-      hi[d] = root.hi[d];
+      T l = kdforge::detail::infinity<T>(), h = -kdforge::detail::infinity<T>();
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, span),
+          [&](std::int64_t t, T& v) {
+            std::int64_t const u = (s << lb::highest_bit(std::uint64_t(t + 1))) + t;
+            if (u < n && tree.has_node(Index(u))) {
+              T const x = tree.load(Index(u)).c[d];
+              v = x < v ? x : v;
+            }
+          },
+          Kokkos::Min<T>(l));
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, span),
+          [&](std::int64_t t, T& v) {
+            std::int64_t const u = (s << lb::highest_bit(std::uint64_t(t + 1))) + t;
+            if (u < n && tree.has_node(Index(u))) {
+              T const x = tree.load(Index(u)).c[d];
+              v = x > v ? x : v;
+            }
+          },
+          Kokkos::Max<T>(h));
+      lo[d] = l;
+      hi[d] = h;
     }
-    // clip by the ancestors' planes, walking up
-    std::int64_t c = s;
-    for (int l = level; l > 0; --l) {
-      std::int64_t const a = (c - 1) / 2;
-      int const dim = tree.split_dim(Index(a), l - 1);
-      T const v = tree.load(Index(a)).c[dim];
-      if (c == 2 * a + 1) hi[dim] = v < hi[dim] ? v : hi[dim];
-      else lo[dim] = v > lo[dim] ? v : lo[dim];
-      c = a;
-    }
-    auto const b = boxes(s);
-    double log_fill = 0;
-    for (int d = 0; d < D; ++d) {
-      double const cell = double(hi[d]) - double(lo[d]);
-      if (!(cell > 0)) continue;
-      double r = (double(b.hi[d]) - double(b.lo[d])) / cell;
-      r = r < 1e-3 ? 1e-3 : r > 1 ? 1 : r;
-      log_fill += ::log(r); // ::log: the device pass has it, std::log is host-only there
-    }
-    sum += log_fill;
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      T clo[D], chi[D];
+      auto const root = tree.bounds();
+      for (int d = 0; d < D; ++d) {
+        clo[d] = root.lo[d];
+        chi[d] = root.hi[d];
+      }
+      std::int64_t c = s;
+      for (int l = level; l > 0; --l) { // clip by the ancestors' planes, walking up
+        std::int64_t const a = (c - 1) / 2;
+        int const dim = tree.split_dim(Index(a), l - 1);
+        T const v = tree.load(Index(a)).c[dim];
+        if (c == 2 * a + 1) chi[dim] = v < chi[dim] ? v : chi[dim];
+        else clo[dim] = v > clo[dim] ? v : clo[dim];
+        c = a;
+      }
+      double log_fill = 0;
+      bool point = true;
+      for (int d = 0; d < D; ++d) {
+        point = point && lo[d] == hi[d];
+        double const cell = double(chi[d]) - double(clo[d]);
+        if (!(cell > 0)) continue;
+        double r = (double(hi[d]) - double(lo[d])) / cell;
+        r = r < 1e-3 ? 1e-3 : r > 1 ? 1 : r;
+        log_fill += ::log(r); // ::log: the device pass has it, std::log is host-only there
+      }
+      out(i, 0) = log_fill / D;
+      out(i, 1) = point ? 1 : 0;
+    });
   }
 };
 
 } // namespace detail
 
-/// Counts the nodes of level `level` whose sub-trees hold copies of one point.
-template <class Boxes>
-struct PointBoxes {
-  Boxes boxes;
-  int level;
-  int dim;
-  KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t& count) const {
-    auto const b = boxes((std::int64_t(1) << level) - 1 + i);
-    bool point = true;
-    for (int d = 0; d < dim; ++d) point = point && b.lo[d] == b.hi[d];
-    count += point ? 1 : 0;
-  }
-};
-
 /// The node boxes of a level-order tree (every inner node's), computed on
-/// `exec`, and their fill: the geometric mean, over the nodes of one level
-/// near 1024 nodes and over dimensions, of a box's extent over its cell's.
-/// About 1 where the points fill their cells (uniform data), far below
-/// where they leave most of them empty; 0 when a sub-tree of 256 points or
-/// more holds copies of one point only (ties that only boxes prune).
+/// `exec` bottom-up, one level per launch.
 template <class Exec, class Tree>
 NodeBoxes<typename Exec::memory_space, typename Tree::coordinate_type, Tree::dimension, typename Tree::index_type>
-build_node_boxes(Exec const& exec, Tree const& tree, double* fill) {
+build_node_boxes(Exec const& exec, Tree const& tree) {
   using MS = typename Exec::memory_space;
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
@@ -174,35 +194,55 @@ build_node_boxes(Exec const& exec, Tree const& tree, double* fill) {
   std::int64_t const n = std::int64_t(tree.node_count());
   std::int64_t const count = n / 2; // node s has a child slot iff 2s + 1 < n
   NodeBoxes<MS, T, D, Index> r;
-  if (fill) *fill = 1;
   if (count == 0) return r;
   Kokkos::View<NodeBox<T, D, Index>*, MS> boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::node_boxes"),
-                                         count);
+                                                count);
   int const top = lb::level(count - 1); // the deepest level with inner nodes
   for (int l = top; l >= 0; --l) {
     std::int64_t const b = lb::full(l), e = lb::min64(lb::full(l + 1), count);
     Kokkos::parallel_for("kdforge::build::node_boxes", Kokkos::RangePolicy<Exec>(exec, b, e),
                          detail::NodeBoxLevel<Tree, decltype(boxes)>{tree, boxes, count});
   }
-  if (fill) {
-    // a level of <= 1024 nodes whose sub-trees hold >= ~256 points: with
-    // fewer, the extent of a few points under-fills even a uniform cell
-    int const level = top - 6 < 10 ? (top - 6 > 0 ? top - 6 : 0) : 10;
-    std::int64_t const nodes = lb::min64(lb::full(level + 1), count) - lb::full(level);
-    double sum = 0;
-    Kokkos::parallel_reduce("kdforge::build::box_fill", Kokkos::RangePolicy<Exec>(exec, 0, nodes),
-                            detail::BoxFill<Tree, decltype(boxes)>{tree, boxes, level}, sum);
-    *fill = std::exp(sum / double(nodes * D));
-    int const dup_level = top - 6 > 0 ? top - 6 : 0; // sub-trees of >= ~256 points
-    std::int64_t const dup_nodes = lb::min64(lb::full(dup_level + 1), count) - lb::full(dup_level);
-    std::int64_t copies = 0;
-    Kokkos::parallel_reduce("kdforge::build::box_copies", Kokkos::RangePolicy<Exec>(exec, 0, dup_nodes),
-                            PointBoxes<decltype(boxes)>{boxes, dup_level, D}, copies);
-    if (copies > 0) *fill = 0;
-  }
   r.boxes = boxes;
   r.count = Index(count);
   return r;
+}
+
+/// How much of their cells the points of a level-order tree fill, without
+/// building its boxes: at two levels, the geometric mean over the level's
+/// nodes and the dimensions of a sub-tree box's extent over its cell's (one
+/// level of <= 1024 nodes whose sub-trees hold >= ~256 points, where the
+/// extent of a few points would under-fill even a uniform cell, and one
+/// halfway up, where the space between clusters shows), the smaller of the
+/// two. About 1 where the points fill their cells (uniform data), far below
+/// where they leave most of them empty; 0 when a sub-tree of the deeper
+/// level is copies of one point (ties that only boxes prune).
+template <class Exec, class Tree>
+double box_fill(Exec const& exec, Tree const& tree) {
+  using MS = typename Exec::memory_space;
+  std::int64_t const n = std::int64_t(tree.node_count());
+  std::int64_t const count = n / 2;
+  if (count == 0) return 1;
+  int const top = lb::level(count - 1);
+  int const deep = top - 6 < 10 ? (top - 6 > 0 ? top - 6 : 0) : 10;
+  double fill = 1;
+  for (int level : {deep, deep / 2}) {
+    std::int64_t const nodes = lb::min64(lb::full(level + 1), count) - lb::full(level);
+    Kokkos::View<double**, Kokkos::LayoutRight, MS> out("kdforge::build::box_fill", nodes, 2);
+    Kokkos::parallel_for("kdforge::build::box_fill", Kokkos::TeamPolicy<Exec>(exec, nodes, Kokkos::AUTO),
+                         detail::SampleFill<Tree, decltype(out)>{tree, out, level});
+    auto const h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+    double sum = 0;
+    bool copies = false;
+    for (std::int64_t i = 0; i < nodes; ++i) {
+      sum += h(i, 0);
+      copies = copies || (level == deep && h(i, 1) > 0);
+    }
+    if (copies) return 0;
+    fill = std::min(fill, std::exp(sum / double(nodes)));
+    if (level == 0) break;
+  }
+  return fill;
 }
 
 /// NodeBoxPolicy::automatic keeps a tree's boxes when their fill is below
@@ -215,10 +255,9 @@ template <class Exec, class Tree>
 void attach_node_boxes(Exec const& exec, Tree& tree, NodeBoxPolicy policy) {
   if (policy == NodeBoxPolicy::never) return;
   kdforge::detail::Region region("kdforge::build::node_boxes");
-  double fill = 1;
-  auto const boxes = build_node_boxes(exec, tree, &fill);
+  double const fill = box_fill(exec, tree);
   bool const keep = policy == NodeBoxPolicy::always || fill < automatic_box_fill;
-  tree.set_node_boxes(keep ? boxes : decltype(boxes){}, fill);
+  tree.set_node_boxes(keep ? build_node_boxes(exec, tree) : decltype(build_node_boxes(exec, tree)){}, fill);
 }
 
 } // namespace kdforge::kernels

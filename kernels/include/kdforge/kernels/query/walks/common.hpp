@@ -253,6 +253,21 @@ KOKKOS_FORCEINLINE_FUNCTION auto split_offset(Tree const& tree, O const& o, type
   }
 }
 
+/// Sum in dimension order of the squares of off0 with dimension E's term
+/// replaced by diff where vbit's level splits E. Each mask is a constexpr
+/// variable (evaluated by the compiler; a mask computed from a loop
+/// counter, even an unrolled one, was rebuilt in every iteration of the
+/// GPU loops: see pick_by_level).
+template <class Mask, int D, int E = 0, class T>
+KOKKOS_FORCEINLINE_FUNCTION T round_robin_cell_sum(T const (&off0)[D], Mask vbit, T diff, T acc) {
+  constexpr Mask m = level_mask<Mask, D>(E);
+  T const o = (vbit & m) != 0 ? diff : off0[E];
+  T const sq = backend::mul_rn(o, o);
+  T const sum = E == 0 ? sq : backend::add_rn(acc, sq);
+  if constexpr (E + 1 < D) return round_robin_cell_sum<Mask, D, E + 1>(off0, vbit, diff, sum);
+  else return sum;
+}
+
 /// The cell bound of the far side of node v's plane (level vl, vbit =
 /// 1 << vl), q's offset from it diff, given q's offsets from the tree's box:
 /// cell_distance with the split dimension's term replaced. For round-robin
@@ -262,14 +277,10 @@ KOKKOS_FORCEINLINE_FUNCTION T far_cell_bound(Tree const& tree, T const (&off0)[T
                                              typename Tree::index_type v, int vl, Mask vbit, T diff) {
   constexpr int D = Tree::dimension;
   if constexpr (is_round_robin<Tree>::value) {
-    T rd = T(0);
-    KDFORGE_UNROLL
-    for (int d = 0; d < D; ++d) {
-      bool const split_here = d == 0 ? (vbit & (level_mask<Mask, D>(0))) != 0 : (vbit & level_mask<Mask, D>(d)) != 0;
-      T const o = split_here ? diff : off0[d];
-      rd = d == 0 ? backend::mul_rn(o, o) : backend::add_rn(rd, backend::mul_rn(o, o));
-    }
-    return rd;
+    (void)tree;
+    (void)v;
+    (void)vl;
+    return round_robin_cell_sum<Mask, D>(off0, vbit, diff, T(0));
   } else {
     return cell_distance<D>(off0, tree.split_dim(v, vl), diff);
   }
