@@ -43,6 +43,28 @@ macro(kdforge_kokkos_select_compiler)
 endmacro()
 
 macro(kdforge_kokkos_find)
+  # Inside a project that already has Kokkos (add_subdirectory(kokkos) or
+  # find_package(Kokkos) before add_subdirectory(kdforge)): use that one,
+  # bootstrap nothing, and take the backend from it unless given.
+  if(TARGET Kokkos::kokkos)
+    if(NOT KDFORGE_BACKEND_GIVEN)
+      if(Kokkos_ENABLE_CUDA OR KOKKOS_ENABLE_CUDA OR "CUDA" IN_LIST Kokkos_DEVICES)
+        set(KDFORGE_BACKEND Cuda)
+      elseif(Kokkos_ENABLE_OPENMP OR KOKKOS_ENABLE_OPENMP OR "OPENMP" IN_LIST Kokkos_DEVICES)
+        set(KDFORGE_BACKEND OpenMP)
+      elseif(Kokkos_ENABLE_THREADS OR KOKKOS_ENABLE_THREADS OR "THREADS" IN_LIST Kokkos_DEVICES)
+        set(KDFORGE_BACKEND Threads)
+      else()
+        set(KDFORGE_BACKEND Serial)
+      endif()
+    endif()
+    message(STATUS "kdforge: using the project's Kokkos ${Kokkos_VERSION}; backend ${KDFORGE_BACKEND}")
+  else()
+    kdforge_kokkos_find_or_bootstrap()
+  endif()
+endmacro()
+
+macro(kdforge_kokkos_find_or_bootstrap)
   # A bootstrapped Kokkos is keyed by its patch set: when cmake/patches
   # changed since this build tree was configured, bootstrap (or reuse) the
   # matching one instead of keeping the old one the cache points at.

@@ -4,7 +4,9 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-dev nlohmann-json3-dev
       # the benchmark driver's baseline and the comparison report's plots (perf/)
-      libnanoflann-dev python3 gnuplot-nox)
+      libnanoflann-dev python3 gnuplot-nox
+      # the API reference (cmake --build <build> --target docs)
+      doxygen)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Obtain, patch, build and cache Kokkos 3.4.1 for one kdforge backend.
+# Obtain, patch, build and cache Kokkos for one kdforge backend: Debian's
+# Kokkos 3.4.1 by default, or a Kokkos source release tarball.
 #
 # Usage: kokkos-bootstrap.sh BACKEND [CUDA_ARCH]
 #   BACKEND   Serial | OpenMP | Threads | Cuda
 #   CUDA_ARCH compute capability without the dot (default 90, Hopper)
 # Prints the install prefix as the last line of stdout (CMake reads it).
+#
+# KDFORGE_KOKKOS_TARBALL=<path to kokkos-X.Y.ZZ.tar.gz> builds that release
+# instead (kdforge's tests against a current Kokkos use the 4.6.01 release);
+# its patches, if any, are in cmake/patches/kokkos-X.Y.ZZ.
 #
 # Why this exists: Debian ships only a Serial-only binary Kokkos
 # (libtrilinos-kokkos-dev), so we build Kokkos from Debian's trilinos *source*
@@ -24,6 +29,12 @@ set -euo pipefail
 backend=${1:?usage: kokkos-bootstrap.sh Serial|OpenMP|Threads|Cuda [cuda_arch]}
 arch=${2:-90}
 kokkos_version=3.4.1
+release_tarball=${KDFORGE_KOKKOS_TARBALL:-}
+if [ -n "$release_tarball" ]; then
+  [ -f "$release_tarball" ] || { echo "[kdforge kokkos-bootstrap] error: KDFORGE_KOKKOS_TARBALL=$release_tarball does not exist" >&2; exit 1; }
+  kokkos_version=$(basename "$release_tarball" | sed -n 's/^kokkos-\([0-9][0-9.]*[0-9]\)\.tar\..*$/\1/p')
+  [ -n "$kokkos_version" ] || { echo "[kdforge kokkos-bootstrap] error: cannot read a version from $(basename "$release_tarball") (expected kokkos-X.Y.ZZ.tar.gz)" >&2; exit 1; }
+fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 patch_dir="$here/patches/kokkos-$kokkos_version"
 cache=${KDFORGE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kdforge}
@@ -35,7 +46,9 @@ die() { log "error: $*"; exit 1; }
 case "$backend" in
   Serial)  opts=(-DKokkos_ENABLE_SERIAL=ON) ;;
   OpenMP)  opts=(-DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_OPENMP=ON) ;;
-  Threads) opts=(-DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_PTHREAD=ON) ;;
+  Threads) # Kokkos 3.x spells it PTHREAD, 4.x THREADS
+    case "$kokkos_version" in 3.*) opts=(-DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_PTHREAD=ON) ;;
+                              *) opts=(-DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_THREADS=ON) ;; esac ;;
   Cuda)
     case "$arch" in
       90) karch=HOPPER90 ;; 89) karch=ADA89 ;; 86) karch=AMPERE86 ;; 80) karch=AMPERE80 ;;
@@ -69,7 +82,17 @@ if [ -f "$prefix/.kdforge-complete" ]; then echo "$prefix"; exit 0; fi
 # --- 1. sources -------------------------------------------------------------
 src_root="$cache/src"
 mkdir -p "$src_root"
-if [ -n "${KDFORGE_KOKKOS_SOURCE_DIR:-}" ]; then
+if [ -n "$release_tarball" ]; then
+  pristine="$src_root/kokkos-$kokkos_version-pristine"
+  if [ ! -f "$pristine/CMakeLists.txt" ]; then
+    log "extracting $(basename "$release_tarball")"
+    tmp="$src_root/extract.$$"; rm -rf "$tmp"; mkdir -p "$tmp"
+    tar -xf "$release_tarball" -C "$tmp"
+    kdir=$(find "$tmp" -maxdepth 2 -name CMakeLists.txt -printf '%h\n' | head -n1)
+    [ -n "$kdir" ] || die "no Kokkos source tree in $release_tarball"
+    rm -rf "$pristine"; mv "$kdir" "$pristine"; rm -rf "$tmp"
+  fi
+elif [ -n "${KDFORGE_KOKKOS_SOURCE_DIR:-}" ]; then
   pristine="$KDFORGE_KOKKOS_SOURCE_DIR"
   [ -f "$pristine/CMakeLists.txt" ] || die "KDFORGE_KOKKOS_SOURCE_DIR=$pristine is not a Kokkos source tree"
 else

@@ -6,10 +6,16 @@
 #
 #   bash tests/run-tests.sh
 #
+# Also: the API reference (Doxygen, warnings are errors), and, where the
+# Kokkos 4.6.01 source release is at hand, the OpenMP suite against that
+# Kokkos (built once into the cache like the bootstrapped 3.4.1).
+#
 # Environment:
 #   KDFORGE_TEST_BACKENDS  CPU backends to build and test (default "Serial OpenMP")
 #   KDFORGE_CUDA           auto (default: compile if nvcc exists) | off | run (also run on a GPU)
 #   KDFORGE_BUILD_ROOT     where build trees go (default ./build-tests)
+#   KDFORGE_KOKKOS_RELEASE the Kokkos 4.6.01 tarball (default ../shared/vendor/kokkos-4.6.01.tar.gz
+#                          beside the checkout); "off" skips that suite
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 here=$PWD
@@ -29,6 +35,21 @@ for b in $backends; do
   cmake --build "$root/$b" --parallel "$jobs"
   (cd "$root/$b" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
 done
+
+if [[ " $backends " == *" OpenMP "* ]] && command -v doxygen >/dev/null; then
+  echo "=== kdforge: API reference (Doxygen)"
+  cmake --build "$root/OpenMP" --target docs || failed=1
+fi
+
+release=${KDFORGE_KOKKOS_RELEASE:-$here/../shared/vendor/kokkos-4.6.01.tar.gz}
+if [ "$release" != off ] && [ -f "$release" ]; then
+  echo "=== kdforge: OpenMP backend against Kokkos $(basename "$release"): configure, build, test"
+  prefix=$(KDFORGE_KOKKOS_TARBALL="$release" bash cmake/kokkos-bootstrap.sh OpenMP | tail -n1)
+  cmake -S . -B "$root/OpenMP-kokkos4" -G Ninja -DKDFORGE_BACKEND=OpenMP -DCMAKE_BUILD_TYPE=Release \
+        -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF
+  cmake --build "$root/OpenMP-kokkos4" --parallel "$jobs"
+  (cd "$root/OpenMP-kokkos4" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
+fi
 
 if [ "$cuda" != off ] && command -v nvcc >/dev/null; then
   echo "=== kdforge: Cuda backend: configure and compile (sm_90)"
