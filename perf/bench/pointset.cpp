@@ -256,6 +256,8 @@ PointSet uniform_in_bounds(PointSet const& of, std::int64_t count, std::uint64_t
 std::vector<NamedKind> const& query_kinds() {
   static std::vector<NamedKind> const all{
       {"uniform", "uniform in the points' bounding box"},
+      {"cube", "uniform in the cube around the bounding box's centre whose side is its widest side (queries off "
+               "a plane or a line: the bounding box of points on z = 0.5 has no height)"},
       {"same", "the points themselves (first M); \"self\" is the same"},
       {"jitter:SIGMA", "a random point plus Gaussian noise of standard deviation SIGMA (in coordinates) per axis"},
       {"far", "uniform in a box of the bounding box's size shifted 1e6 box widths along every axis (width 1 "
@@ -275,7 +277,7 @@ std::string QueryKind::name() const {
 QueryKind parse_queries(std::string const& q) {
   QueryKind k;
   if (q == "same" || q == "self") k.kind = "same";
-  else if (q == "uniform" || q == "far") k.kind = q;
+  else if (q == "uniform" || q == "far" || q == "cube") k.kind = q;
   else if (q.rfind("jitter:", 0) == 0) {
     std::string const v = q.substr(7);
     char* end = nullptr;
@@ -303,6 +305,14 @@ PointSet generate_queries(QueryKind const& q, PointSet const& points, std::int64
       std::int64_t const p = pick(rng);
       for (int d = 0; d < dim; ++d) x[i * dim + d] = points.coords[std::size_t(p) * dim + d] + q.sigma * g(rng);
     }
+  } else if (q.kind == "cube") {
+    std::vector<double> lo, hi;
+    bounds(points, lo, hi);
+    double side = 0;
+    for (int d = 0; d < dim; ++d) side = std::max(side, hi[d] - lo[d]);
+    std::uniform_real_distribution<double> u(-0.5, 0.5);
+    for (std::int64_t i = 0; i < count; ++i)
+      for (int d = 0; d < dim; ++d) x[i * dim + d] = 0.5 * (lo[d] + hi[d]) + side * u(rng);
   } else if (q.kind == "far") {
     std::vector<double> lo, hi;
     bounds(points, lo, hi);
