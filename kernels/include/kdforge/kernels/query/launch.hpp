@@ -41,11 +41,24 @@ struct has_split_dim_as<Tree, std::void_t<decltype(std::declval<Tree const&>().t
 /// tree's split policy P: the query kernels are compiled once per policy
 /// there (see FixedSplitTree). CPUs predict the policy's branch, so their
 /// kernels are not doubled.
+///
+/// GPU kernels are also compiled twice by whether the tree has node boxes:
+/// a tree without them is passed as kernels::WithoutBoxes, whose walks
+/// compile the box code out (see node_boxes.hpp).
 template <class Exec, class Tree, class F>
 void with_fixed_split(Tree const& tree, F const& f) {
-  if constexpr (runs_on_gpu<Exec>() && has_split_dim_as<Tree>::value) {
-    if (tree.split_policy() == SplitPolicy::round_robin) f(FixedSplitTree<Tree, SplitPolicy::round_robin>(tree));
-    else f(FixedSplitTree<Tree, SplitPolicy::widest_dimension>(tree));
+  if constexpr (runs_on_gpu<Exec>()) {
+    auto const boxed = [&](auto const& t) {
+      using TT = std::decay_t<decltype(t)>;
+      if (t.node_boxes().empty()) f(kernels::WithoutBoxes<TT>(t));
+      else f(t);
+    };
+    if constexpr (has_split_dim_as<Tree>::value) {
+      if (tree.split_policy() == SplitPolicy::round_robin) boxed(FixedSplitTree<Tree, SplitPolicy::round_robin>(tree));
+      else boxed(FixedSplitTree<Tree, SplitPolicy::widest_dimension>(tree));
+    } else {
+      boxed(tree);
+    }
   } else {
     f(tree);
   }

@@ -14,11 +14,18 @@
 // the cells empty and drops them where they fill the cells (uniform data),
 // whose walks would spend loads and arithmetic on boxes that prune nothing
 // the split planes do not.
+//
+// In 2-D and 3-D every inner node also gets the box of its points along
+// their principal axes (oriented_boxes.hpp), which the walks test where it
+// is markedly thinner than the axis-aligned one: patches of tilted planes,
+// spheres and scanned surfaces, and pieces of lines that do not run along
+// an axis.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/profiling.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/kernels/trees/level_order.hpp>
+#include <kdforge/kernels/trees/oriented_boxes.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -29,25 +36,76 @@
 
 namespace kdforge::kernels {
 
-/// A sub-tree's box, and the smallest input index of its points (for the
-/// kNN walks' tie-aware pruning: walks/common.hpp), aligned for
-/// whole-vector loads on GPUs (two 16-byte loads for float, D = 3, the index
-/// in what would be padding).
+/// A sub-tree's box, the smallest input index of its points (for the kNN
+/// walks' tie-aware pruning: walks/common.hpp), and whether the node's
+/// principal-axes box is worth testing too (`framed`), aligned for
+/// whole-vector loads on GPUs (two 16-byte loads for float, D = 3, index and
+/// flag in what would be padding).
 template <class T, int D, class Index>
 struct alignas(16) NodeBox {
   T lo[D];
   T hi[D];
   Index min_index;
+  std::int32_t framed;
 };
 
-/// The node boxes of a tree: box(s) for the inner nodes s < count.
+/// What a tree keeps per inner node: its box and, in 2-D and 3-D, its
+/// principal-axes box, side by side so that a walk that tests both reads
+/// one contiguous record (96 bytes for float, D = 3).
+template <class T, int D, class Index, bool Oriented = orientable<D>>
+struct NodeRecord {
+  NodeBox<T, D, Index> box;
+  OrientedBox<T, D> frame;
+};
+template <class T, int D, class Index>
+struct NodeRecord<T, D, Index, false> {
+  NodeBox<T, D, Index> box;
+};
+
+/// The node boxes of a tree: box(s) for the inner nodes s < count, and in
+/// 2-D and 3-D their principal-axes boxes frame(s).
 template <class MemorySpace, class T, int D, class Index>
 struct NodeBoxes {
-  Kokkos::View<NodeBox<T, D, Index> const*, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> boxes;
+  using coordinate_type = T;
+  using index_type = Index;
+  static constexpr int dimension = D;
+  static constexpr bool always_empty = false;
+  Kokkos::View<NodeRecord<T, D, Index> const*, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> records;
   Index count = 0;
   KOKKOS_FORCEINLINE_FUNCTION bool empty() const { return count == 0; }
   KOKKOS_FORCEINLINE_FUNCTION bool has(Index s) const { return s < count; }
-  KOKKOS_FORCEINLINE_FUNCTION NodeBox<T, D, Index> box(Index s) const { return boxes(s); }
+  KOKKOS_FORCEINLINE_FUNCTION NodeBox<T, D, Index> box(Index s) const { return records(s).box; }
+  template <int E = D, class = std::enable_if_t<orientable<E>>>
+  KOKKOS_FORCEINLINE_FUNCTION OrientedBox<T, D> frame(Index s) const {
+    return records(s).frame;
+  }
+  /// Bytes the boxes take.
+  std::size_t bytes() const { return records.extent(0) * sizeof(NodeRecord<T, D, Index>); }
+};
+
+/// The node boxes of a tree known to have none (see WithoutBoxes): the
+/// walks' box code is compiled out.
+template <class T, int D, class Index>
+struct NoNodeBoxes {
+  using coordinate_type = T;
+  using index_type = Index;
+  static constexpr int dimension = D;
+  static constexpr bool always_empty = true;
+  KOKKOS_FORCEINLINE_FUNCTION static constexpr bool empty() { return true; }
+  KOKKOS_FORCEINLINE_FUNCTION static constexpr bool has(Index) { return false; }
+  KOKKOS_FORCEINLINE_FUNCTION NodeBox<T, D, Index> box(Index) const { return {}; }
+  KOKKOS_FORCEINLINE_FUNCTION OrientedBox<T, D> frame(Index) const { return {}; }
+};
+
+/// A tree seen without its node boxes: the GPU query kernels are compiled
+/// for trees with boxes and for trees without (see
+/// detail::with_fixed_split), so the box tests and the box-ordered steps,
+/// which cost registers in every iteration, cost the walks of trees
+/// without boxes (uniform data) nothing.
+template <class Tree>
+struct WithoutBoxes : Tree {
+  static constexpr bool without_boxes = true;
+  explicit WithoutBoxes(Tree const& t) : Tree(t) {}
 };
 
 /// Squared distance from q to box b (0 inside), summed in dimension order
@@ -66,23 +124,34 @@ KOKKOS_FORCEINLINE_FUNCTION T box_distance(P const& q, NodeBox<T, D, Index> cons
 
 namespace detail {
 
-template <class Tree, class Boxes>
+/// One level of the bottom-up box build: node s's box from its point and
+/// its children's boxes (or points, for leaf children); in 2-D and 3-D also
+/// its points' moments and principal-axes box (see oriented_boxes.hpp),
+/// and whether that box is worth a walk's test: where its thinnest side is
+/// less than half the axis-aligned box's thinnest side.
+template <class Tree, class Records, class Moments>
 struct NodeBoxLevel {
+  using T = typename Tree::coordinate_type;
+  static constexpr int D = Tree::dimension;
   Tree tree;
-  Boxes boxes; // writable
+  Records records; // writable
+  Moments moments; // one per inner node while building, in 2-D and 3-D
   std::int64_t count;
+  double origin[D]; // the tree's box centre: moments are taken about it
+  double scale;     // the largest |coordinate| sum of the tree's box
+
   KOKKOS_FUNCTION void operator()(std::int64_t s) const {
     using Index = typename Tree::index_type;
-    constexpr int D = Tree::dimension;
-    NodeBox<typename Tree::coordinate_type, D, Index> b;
+    NodeBox<T, D, Index> b;
     auto const p = tree.load(Index(s));
     for (int d = 0; d < D; ++d) b.lo[d] = b.hi[d] = p.c[d];
     b.min_index = p.index;
+    b.framed = 0;
     std::int64_t const n = std::int64_t(tree.node_count());
     for (std::int64_t c = 2 * s + 1; c <= 2 * s + 2; ++c) {
       if (c >= n || !tree.has_node(Index(c))) continue;
       if (c < count) {
-        auto const cb = boxes(c);
+        auto const cb = records(c).box;
         for (int d = 0; d < D; ++d) {
           b.lo[d] = cb.lo[d] < b.lo[d] ? cb.lo[d] : b.lo[d];
           b.hi[d] = cb.hi[d] > b.hi[d] ? cb.hi[d] : b.hi[d];
@@ -97,7 +166,97 @@ struct NodeBoxLevel {
         b.min_index = cp.index < b.min_index ? cp.index : b.min_index;
       }
     }
-    boxes(s) = b;
+    if constexpr (orientable<D>) b.framed = orient(s, p, b) ? 1 : 0;
+    records(s).box = b;
+  }
+
+  /// Node s's moments and principal-axes box; true when the box is
+  /// markedly thinner than the axis-aligned one, aligned.
+  template <class Node, class Box>
+  KOKKOS_FUNCTION bool orient(std::int64_t s, Node const& p, Box const& aligned) const {
+    using Index = typename Tree::index_type;
+    using M = oriented_detail::Moments<D>;
+    std::int64_t const n = std::int64_t(tree.node_count());
+    M m = M::of_point(p.c, origin);
+    for (std::int64_t c = 2 * s + 1; c <= 2 * s + 2; ++c) {
+      if (c >= n || !tree.has_node(Index(c))) continue;
+      m.add(c < count ? moments(c) : M::of_point(tree.load(Index(c)).c, origin));
+    }
+    moments(s) = m;
+    double a[D][D], v[D][D];
+    for (int i = 0; i < D; ++i)
+      for (int j = 0; j < D; ++j) a[i][j] = m.m2[i][j];
+    oriented_detail::symmetric_eigenvectors<D>(a, v);
+    // The box is computed about the exact (double) axes; the stored ones
+    // are their roundings to T, whose effect on a point's
+    // projection is covered by a margin instead of by reading the rounded
+    // values back (compilers have been seen to keep the unrounded value of
+    // such a round trip: GCC 12's SLP vectorizer): an axis rounded by
+    // eps/2 per component moves the projection of x - c by at most
+    // eps/2 |x - c|_1 <= eps sum_j h_j.
+    OrientedBox<T, D> f;
+    double lo[D], hi[D], axes[D][D];
+    for (int i = 0; i < D; ++i) {
+      double norm = 0;
+      for (int d = 0; d < D; ++d) norm += v[i][d] * v[i][d];
+      norm = ::sqrt(norm);
+      for (int d = 0; d < D; ++d) {
+        axes[i][d] = v[i][d] / norm;
+        f.axis[i][d] = T(axes[i][d]);
+      }
+      auto const& axis = axes[i];
+      lo[i] = 0; // over the node's point and its children's boxes
+      for (int d = 0; d < D; ++d) lo[i] += axis[d] * double(p.c[d]);
+      hi[i] = lo[i];
+      for (std::int64_t c = 2 * s + 1; c <= 2 * s + 2; ++c) {
+        if (c >= n || !tree.has_node(Index(c))) continue;
+        double clo, chi;
+        if (c < count) {
+          auto const cb = records(c).box;
+          auto const cf = records(c).frame;
+          double const a_hi = oriented_detail::aligned_support<T, D>(axis, cb.lo, cb.hi, 1.0);
+          double const a_lo = -oriented_detail::aligned_support<T, D>(axis, cb.lo, cb.hi, -1.0);
+          double const o_hi = oriented_detail::oriented_support<T, D>(axis, cf, 1.0);
+          double const o_lo = -oriented_detail::oriented_support<T, D>(axis, cf, -1.0);
+          chi = a_hi < o_hi ? a_hi : o_hi;
+          clo = a_lo > o_lo ? a_lo : o_lo;
+        } else {
+          auto const cp = tree.load(Index(c));
+          clo = 0;
+          for (int d = 0; d < D; ++d) clo += axis[d] * double(cp.c[d]);
+          chi = clo;
+        }
+        lo[i] = clo < lo[i] ? clo : lo[i];
+        hi[i] = chi > hi[i] ? chi : hi[i];
+      }
+    }
+    double centre[D]; // sum_i mid_i axis_i, made representable in T: stored exactly
+    for (int d = 0; d < D; ++d) {
+      double c = 0;
+      for (int i = 0; i < D; ++i) c += 0.5 * (lo[i] + hi[i]) * axes[i][d];
+      centre[d] = oriented_detail::representable<T>(c);
+      f.center[d] = T(centre[d]);
+    }
+    double h[D], hsum = 0;
+    for (int i = 0; i < D; ++i) {
+      double ac = 0;
+      for (int d = 0; d < D; ++d) ac += axes[i][d] * centre[d];
+      h[i] = hi[i] - ac > ac - lo[i] ? hi[i] - ac : ac - lo[i];
+      h[i] = h[i] > 0 ? h[i] : 0.0;
+      hsum += h[i];
+    }
+    double const eps = oriented_detail::epsilon<T>();
+    double const margin = 2 * eps * hsum;
+    double obb_min = 0, aab_min = 0;
+    for (int i = 0; i < D; ++i) {
+      f.half[i] = oriented_detail::round_out<T>(h[i] + margin, scale, 1.0);
+      double const ow = 2 * (h[i] + margin);
+      double const aw = double(aligned.hi[i]) - double(aligned.lo[i]);
+      obb_min = i == 0 || ow < obb_min ? ow : obb_min;
+      aab_min = i == 0 || aw < aab_min ? aw : aab_min;
+    }
+    records(s).frame = f;
+    return obb_min < 0.5 * aab_min;
   }
 };
 
@@ -195,15 +354,23 @@ build_node_boxes(Exec const& exec, Tree const& tree) {
   std::int64_t const count = n / 2; // node s has a child slot iff 2s + 1 < n
   NodeBoxes<MS, T, D, Index> r;
   if (count == 0) return r;
-  Kokkos::View<NodeBox<T, D, Index>*, MS> boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::node_boxes"),
-                                                count);
+  Kokkos::View<NodeRecord<T, D, Index>*, MS> records(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::node_boxes"), count);
+  Kokkos::View<oriented_detail::Moments<D>*, MS> moments;
+  if constexpr (orientable<D>)
+    moments = decltype(moments)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_moments"), count);
+  detail::NodeBoxLevel<Tree, decltype(records), decltype(moments)> level{tree, records, moments, count, {}, 0};
+  auto const bounds = tree.bounds();
+  for (int d = 0; d < D; ++d) {
+    level.origin[d] = 0.5 * (double(bounds.lo[d]) + double(bounds.hi[d]));
+    level.scale += std::max(std::abs(double(bounds.lo[d])), std::abs(double(bounds.hi[d])));
+  }
   int const top = lb::level(count - 1); // the deepest level with inner nodes
   for (int l = top; l >= 0; --l) {
     std::int64_t const b = lb::full(l), e = lb::min64(lb::full(l + 1), count);
-    Kokkos::parallel_for("kdforge::build::node_boxes", Kokkos::RangePolicy<Exec>(exec, b, e),
-                         detail::NodeBoxLevel<Tree, decltype(boxes)>{tree, boxes, count});
+    Kokkos::parallel_for("kdforge::build::node_boxes", Kokkos::RangePolicy<Exec>(exec, b, e), level);
   }
-  r.boxes = boxes;
+  r.records = records;
   r.count = Index(count);
   return r;
 }

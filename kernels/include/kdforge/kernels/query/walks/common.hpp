@@ -29,7 +29,10 @@
 //    points on a plane z = c are pruned by their z distance from the start,
 //    however the planes above split them;
 //  - node boxes (node_boxes.hpp), where the tree has them: the box of a
-//    sub-tree's points, tighter than its cell where the points are thin.
+//    sub-tree's points, tighter than its cell where the points are thin,
+//    and in 2-D and 3-D the box along the points' principal axes, thin
+//    where they lie on a surface or a line of any orientation
+//    (oriented_boxes.hpp; node_box_bound).
 // Both are summed with the rounding of the distances themselves, so a bound
 // never exceeds the computed distance of a point it covers: results are
 // exactly those of brute force, whatever prunes.
@@ -82,14 +85,20 @@ KOKKOS_FORCEINLINE_FUNCTION bool node_exists(Tree const& tree, typename Tree::in
   return s < tree.node_count() && tree.has_node(s);
 }
 
-/// The node boxes of a tree, or an empty set for trees that have none.
+template <class Tree, class = void>
+struct is_without_boxes : std::false_type {};
+template <class Tree>
+struct is_without_boxes<Tree, std::enable_if_t<Tree::without_boxes>> : std::true_type {};
+
+/// The node boxes of a tree, or NoNodeBoxes for trees that have none or are
+/// seen WithoutBoxes.
 template <class Tree>
 KOKKOS_FORCEINLINE_FUNCTION decltype(auto) node_boxes_of(Tree const& tree) {
-  if constexpr (has_node_boxes<Tree>) {
+  if constexpr (has_node_boxes<Tree> && !is_without_boxes<Tree>::value) {
     return tree.node_boxes();
   } else {
-    return NodeBoxes<typename Tree::memory_space, typename Tree::coordinate_type, Tree::dimension,
-                     typename Tree::index_type>{};
+    (void)tree;
+    return NoNodeBoxes<typename Tree::coordinate_type, Tree::dimension, typename Tree::index_type>{};
   }
 }
 
@@ -201,6 +210,34 @@ template <class Visitor, class T, class Index>
 KOKKOS_FORCEINLINE_FUNCTION bool beyond_reach(Visitor const& v, T lb, Index min_index) {
   if constexpr (has_beyond<Visitor>::value) return v.beyond(lb, min_index);
   else return lb > v.bound();
+}
+
+/// A node box's lower bound of the squared distance from q to the points
+/// below inner node s, and their smallest input index.
+template <class T, class Index>
+struct BoxBound {
+  T lb;
+  Index min_index;
+};
+
+/// The bound by node s's axis-aligned box, raised to its principal-axes
+/// box's where the node has one worth testing (NodeBox::framed) and the
+/// axis-aligned box alone does not already put the sub-tree out of the
+/// visitor's reach (the second box's load and arithmetic are then saved).
+template <class Visitor, class Boxes, class P>
+KOKKOS_FORCEINLINE_FUNCTION BoxBound<typename Boxes::coordinate_type, typename Boxes::index_type>
+node_box_bound(Visitor const& v, Boxes const& boxes, P const& q, typename Boxes::index_type s) {
+  using T = typename Boxes::coordinate_type;
+  using Index = typename Boxes::index_type;
+  auto const b = boxes.box(s);
+  BoxBound<T, Index> r{box_distance(q, b), b.min_index};
+  if constexpr (orientable<Boxes::dimension> && !Boxes::always_empty) {
+    if (b.framed && !beyond_reach(v, r.lb, r.min_index)) {
+      T const ob = oriented_distance(q, boxes.frame(s));
+      r.lb = ob > r.lb ? ob : r.lb;
+    }
+  }
+  return r;
 }
 
 /// Whether a visitor's bound() never changes during a walk (see the top).

@@ -64,13 +64,13 @@ KOKKOS_FUNCTION void priority_search(Tree const& tree, typename Tree::point_type
       T far_lb = cell_distance(off0, dim, diff);
       far_lb = far_lb > lb ? far_lb : lb;
       if (boxes.has(far)) {
-        T const bd = box_distance(q, boxes.box(far));
+        T const bd = node_box_bound(cand, boxes, q, far).lb;
         far_lb = bd > far_lb ? bd : far_lb;
       }
       if (far < n && tree.has_node(far) && far_lb <= cand.bound()) heap.push_bounded(B{far_lb, far});
       if (!(close < n && tree.has_node(close))) break;
       if (boxes.has(close)) {
-        T const bd = box_distance(q, boxes.box(close));
+        T const bd = node_box_bound(cand, boxes, q, close).lb;
         lb = bd > lb ? bd : lb;
       }
       node = close;

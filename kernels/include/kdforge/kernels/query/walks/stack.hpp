@@ -24,6 +24,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kdforge::kernels {
 
@@ -41,6 +42,7 @@ KOKKOS_FUNCTION void stack_walk(Tree const& tree, typename Tree::point_type cons
   // holds every walk (the walk is picked at run time): longer entries would
   // take registers from all of them.
   constexpr bool defer = !backend::device_code && !has_fixed_bound<Visitor>::value;
+  constexpr bool box_order = Boxed && !has_fixed_bound<Visitor>::value;
   Index const n = tree.node_count();
   int const lb = bucket_level(n, bucket_levels);
   struct Entry {
@@ -74,36 +76,67 @@ KOKKOS_FUNCTION void stack_walk(Tree const& tree, typename Tree::point_type cons
       int const dim = tree.split_dim(node, level);
       T const diff = component<Tree::dimension>(o, dim);
       Index const right = diff <= 0 ? 0 : 1; // arithmetic, not a branch, on CPUs
-      Index const close = 2 * node + 1 + right;
-      Index const far = 2 * node + 2 - right;
+      Index close = 2 * node + 1 + right;
+      Index far = 2 * node + 2 - right;
       ++level;
+      T const cell_rd = cell_distance(off, dim, diff); // the far side's cell
+      // With boxes, a kNN walk goes first into the child whose box is
+      // nearer (the BVH order): off a surface, the query's side of a plane
+      // often holds only far points, and a bound learnt from them prunes
+      // little. (Radius walks keep the plane order: their bound is fixed,
+      // the order changes no work, and unsorted rows stay in the one order
+      // every walk and backend shares.)
+      T close_lb = T(0);
+      Index close_min = 0;
+      bool swapped = false;
+      if constexpr (Boxed) {
+        if (boxes.has(close)) {
+          auto const b = node_box_bound(visitor, boxes, q, close);
+          close_lb = b.lb;
+          close_min = b.min_index;
+        }
+      }
       if (node_exists(tree, far)) {
         Entry& e = stack[top];
-        for (int d = 0; d < D; ++d) e.off[d] = d == dim ? diff : off[d];
-        e.node = far;
-        e.level = level;
-        T const cell_rd = cell_distance(off, dim, diff);
         e.rd = cell_rd;
         bool reach;
         if constexpr (Boxed) {
           Index min_index = 0;
           if (boxes.has(far)) {
-            auto const b = boxes.box(far);
-            T const bd = box_distance(q, b);
-            e.rd = bd > cell_rd ? bd : cell_rd;
+            auto const b = node_box_bound(visitor, boxes, q, far);
+            e.rd = b.lb > cell_rd ? b.lb : cell_rd;
             min_index = b.min_index;
           }
-          e.min_index = min_index;
-          reach = !beyond_reach(visitor, e.rd, min_index);
+          if constexpr (box_order) {
+            swapped = e.rd < close_lb || (e.rd == close_lb && min_index < close_min);
+          }
+          e.min_index = swapped ? close_min : min_index;
+          T const pushed_rd = swapped ? close_lb : e.rd;
+          close_lb = swapped ? e.rd : close_lb;
+          close_min = swapped ? min_index : close_min;
+          e.rd = pushed_rd;
+          reach = !beyond_reach(visitor, e.rd, e.min_index);
         } else {
           reach = cell_rd <= visitor.bound();
         }
+        // the pushed child's cell offsets, and the one descended into
+        if (swapped) {
+          for (int d = 0; d < D; ++d) e.off[d] = off[d];
+          off[dim] = diff;
+          Index const t = close;
+          close = far;
+          far = t;
+        } else {
+          for (int d = 0; d < D; ++d) e.off[d] = d == dim ? diff : off[d];
+        }
+        e.node = far;
+        e.level = level;
         if constexpr (defer) {
           e.parent_index = p.index;
           e.parent_d2 = d2;
           if constexpr (Boxed) {
-            e.parent_rd = cell_rd;
-            // the far side is out of reach already, the node's point may not be
+            e.parent_rd = cell_rd; // the node's point lies on the far cell's boundary
+            // the pushed side is out of reach already, the node's point may not be
             if (!reach && cell_rd <= visitor.bound()) visitor.visit(p.index, d2);
           }
         }
@@ -113,10 +146,7 @@ KOKKOS_FUNCTION void stack_walk(Tree const& tree, typename Tree::point_type cons
       }
       if (!node_exists(tree, close)) break;
       if constexpr (Boxed) {
-        if (boxes.has(close)) {
-          auto const b = boxes.box(close);
-          if (beyond_reach(visitor, box_distance(q, b), b.min_index)) break;
-        }
+        if (boxes.has(close) && beyond_reach(visitor, close_lb, close_min)) break;
       }
       node = close;
     }
@@ -144,8 +174,12 @@ KOKKOS_FUNCTION void traverse_stack(Tree const& tree, typename Tree::point_type 
                                     Buckets buckets) {
   if (tree.node_count() == 0) return;
   auto const& boxes = node_boxes_of(tree);
-  if (boxes.empty()) stack_walk<false>(tree, q, visitor, buckets, boxes);
-  else stack_walk<true>(tree, q, visitor, buckets, boxes);
+  if constexpr (std::decay_t<decltype(boxes)>::always_empty) {
+    stack_walk<false>(tree, q, visitor, buckets, boxes);
+  } else {
+    if (boxes.empty()) stack_walk<false>(tree, q, visitor, buckets, boxes);
+    else stack_walk<true>(tree, q, visitor, buckets, boxes);
+  }
 }
 
 } // namespace kdforge::kernels

@@ -35,6 +35,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kdforge::kernels {
 
@@ -78,6 +79,10 @@ KOKKOS_FUNCTION TrailState<typename Tree::index_type> trail_descend(Tree const& 
   TrailState<Index> s;
   Index const n = tree.node_count();
   if (n == 0) return s;
+  if constexpr (!std::decay_t<decltype(node_boxes_of(tree))>::always_empty) {
+    // with boxes the main loop's steps go down in box order from the root
+    if (!node_boxes_of(tree).empty()) return s;
+  }
   T off0[Tree::dimension];
   root_offsets(q, tree.bounds(), off0);
   int const lb = bucket_level(n, buckets.levels);
@@ -125,8 +130,11 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
   Index const n = tree.node_count();
   if (n == 0) return true;
   auto const& boxes = node_boxes_of(tree);
+  constexpr bool box_order = !std::decay_t<decltype(boxes)>::always_empty;
   T off0[Tree::dimension];
   root_offsets(q, tree.bounds(), off0);
+  T root_rd = T(0); // q's distance to the tree's box: a bound of every cell
+  if constexpr (box_order) root_rd = cell_distance(off0, 0, off0[0]);
   int const lb = bucket_level(n, buckets.levels);
   Mask pending = state.pending;
   Index curr = state.curr;
@@ -160,8 +168,8 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     // a far child just entered: out of reach by its box, nothing below it matters
     bool skip = false;
     if (fresh && boxes.has(v)) {
-      auto const b = boxes.box(v);
-      skip = beyond_reach(visitor, box_distance(q, b), b.min_index);
+      auto const b = node_box_bound(visitor, boxes, q, v);
+      skip = beyond_reach(visitor, b.lb, b.min_index);
     }
     auto const o = offsets(q, p);
     if (exists && !skip && (popping || scanning)) { // a step's node waits for its pop
@@ -173,16 +181,50 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     }
     // v's far side (used by steps and pops)
     T const diff = split_offset(tree, o, v, vl, vbit);
-    bool const within = far_cell_bound(tree, off0, v, vl, vbit, diff) <= visitor.bound();
-    Index const close = diff <= 0 ? 2 * v + 1 : 2 * v + 2;
-    Index const far = diff <= 0 ? 2 * v + 2 : 2 * v + 1;
+    T const far_rd = far_cell_bound(tree, off0, v, vl, vbit, diff);
+    bool within = far_rd <= visitor.bound();
+    Index close = diff <= 0 ? 2 * v + 1 : 2 * v + 2;
+    Index far = diff <= 0 ? 2 * v + 2 : 2 * v + 1;
+    bool const step = !popping && !scanning && !skip;
+    // With boxes, a step goes first into the child whose box is nearer
+    // (see traverse_stack), and a pop enters the child its path did not
+    // take: the sibling of the path's child on the next level, or, when the
+    // path ends at v, the plane's far side (a step that goes nowhere either
+    // found both children out of reach, or only one of them exists and is
+    // the plane's close side). A far side across the plane keeps its cell
+    // bound; the close side is bounded by the tree's box until its own box
+    // is tested on entry.
+    bool swapped = false, go_out = false;
+    if constexpr (box_order) {
+      if (step && boxes.has(close)) {
+        auto const bc = node_box_bound(visitor, boxes, q, close);
+        bool const far_exists = node_exists(tree, far);
+        BoxBound<T, Index> bf{far_rd, 0};
+        if (far_exists && boxes.has(far)) {
+          bf = node_box_bound(visitor, boxes, q, far);
+          bf.lb = bf.lb > far_rd ? bf.lb : far_rd;
+        }
+        swapped = far_exists && (bf.lb < bc.lb || (bf.lb == bc.lb && bf.min_index < bc.min_index));
+        go_out = swapped ? beyond_reach(visitor, bf.lb, bf.min_index) : beyond_reach(visitor, bc.lb, bc.min_index);
+      }
+      if (popping && vl < level) {
+        Index const taken = ((curr + 1) >> (level - vl - 1)) - 1;
+        Index const sibling = 4 * v + 3 - taken;
+        within = sibling == far ? within : root_rd <= visitor.bound();
+        far = sibling;
+      }
+      if (swapped) {
+        Index const t = close;
+        close = far;
+        far = t;
+      }
+    }
     // the bucket's next node in level order (used by scanning iterations;
     // the cursor resets itself after the bucket's last node)
     BucketCursor<Index> next_bucket = bucket;
     Index next_u = 0;
     bool const scan_on = next_bucket.next(curr, bucket_size, n, next_u) && scanning && !skip;
-    bool const step = !popping && !scanning && !skip;
-    bool const descend = step && node_exists(tree, close);
+    bool const descend = step && !go_out && node_exists(tree, close);
     bool const enter = popping && within && node_exists(tree, far); // a pop into its far child
     // A pop clears its level's bit (the highest one set); a step within the
     // bound sets its own level's bit, which is clear: no bit at or deeper
@@ -191,7 +233,7 @@ KOKKOS_FUNCTION bool trail_shrinking_run(Tree const& tree, typename Tree::point_
     // steps go down one level at a time, and a saved state is one taken at
     // the top of an iteration). One flip instead of a clear and a set (the
     // kNN loop is bound by the GPU's integer pipe).
-    pending ^= popping || (step && within) ? vbit : Mask(0);
+    pending ^= popping || (step && (within || swapped)) ? vbit : Mask(0);
     bucket = scan_on ? next_bucket : BucketCursor<Index>{};
     Index const next = scan_on ? next_u : descend ? close : far;
     bool const moves = scan_on || descend || enter;
@@ -237,8 +279,8 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
       bool const scanning = level == lb;
       bool skip = false;
       if (fresh && boxes.has(u)) {
-        auto const b = boxes.box(u);
-        skip = beyond_reach(visitor, box_distance(q, b), b.min_index);
+        auto const b = node_box_bound(visitor, boxes, q, u);
+        skip = beyond_reach(visitor, b.lb, b.min_index);
       }
       fresh = false;
       if (!skip) {
@@ -265,6 +307,7 @@ KOKKOS_FUNCTION void traverse_trail(Tree const& tree, typename Tree::point_type 
             curr = close;
             u = close;
             ++level;
+            fresh = true; // with boxes, test its box before its point
             continue;
           }
         }
