@@ -1,7 +1,8 @@
 #pragma once
-// Every query of a built tree against brute force: kNN for several k (with
-// k > 32 taking the heap path), closest point with a cutoff, radius counts,
-// sorted, unsorted and capped radius search. Shared by the builders' tests.
+// Every query of a built tree against brute force, one function per
+// operation: kNN for several k (with k > 32 taking the heap path), closest
+// point with a cutoff, radius counts and sorted, unsorted, buffered and
+// capped radius search; check_all_queries runs the three.
 #include "brute_force.hpp"
 #include "test_helpers.hpp"
 
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace kdforge::test {
@@ -31,7 +33,7 @@ void check_row(std::vector<Neighbor<T, std::int64_t>> const& ref, Index const* i
 }
 
 template <class Exec, class Tree, class T, int D>
-void check_all_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, D>> const& pts,
+void check_knn_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, D>> const& pts,
                        std::vector<Point<T, D>> const& queries, Traversal traversal, QueryOrder order) {
   auto dq = to_device<Exec>(queries, "queries");
   QueryOptions qo;
@@ -47,7 +49,16 @@ void check_all_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, 
       check_row(ref, &hi(q, 0), &hd(q, 0), k);
     }
   }
-  // cutoff radius and closest point
+}
+
+template <class Exec, class Tree, class T, int D>
+void check_closest_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, D>> const& pts,
+                           std::vector<Point<T, D>> const& queries, Traversal traversal, QueryOrder order) {
+  auto dq = to_device<Exec>(queries, "queries");
+  QueryOptions qo;
+  qo.traversal = traversal;
+  qo.order = order;
+  // with a cutoff radius, and without
   double const r = 0.05;
   qo.cutoff_radius = r;
   auto c = closest_point(exec, tree, dq, qo);
@@ -57,7 +68,21 @@ void check_all_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, 
     auto ref = brute_knn(pts, queries[q], 1, T(r) * T(r));
     check_row(ref, &ci[q], &cd[q], 1);
   }
-  // radius: counts, CSR (sorted and unsorted), capped
+  qo.cutoff_radius = std::numeric_limits<double>::infinity();
+  auto c2 = closest_point(exec, tree, dq, qo);
+  auto ci2 = to_host(c2.indices);
+  auto cd2 = to_host(c2.sq_distances);
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    auto ref = brute_knn(pts, queries[q], 1, detail::infinity<T>());
+    check_row(ref, &ci2[q], &cd2[q], 1);
+  }
+}
+
+template <class Exec, class Tree, class T, int D>
+void check_radius_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, D>> const& pts,
+                          std::vector<Point<T, D>> const& queries, Traversal traversal, QueryOrder order) {
+  auto dq = to_device<Exec>(queries, "queries");
+  // counts, CSR (sorted and unsorted), counted then filled, buffered, capped
   RadiusOptions ro;
   ro.traversal = traversal;
   ro.order = order;
@@ -129,6 +154,14 @@ void check_all_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, 
     CHECK(ccounts[q] == std::int64_t(capped.size()));
     check_row(capped, &cidx[coff[q]], &cdist[coff[q]], int(capped.size()));
   }
+}
+
+template <class Exec, class Tree, class T, int D>
+void check_all_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, D>> const& pts,
+                       std::vector<Point<T, D>> const& queries, Traversal traversal, QueryOrder order) {
+  check_knn_queries(exec, tree, pts, queries, traversal, order);
+  check_closest_queries(exec, tree, pts, queries, traversal, order);
+  check_radius_queries(exec, tree, pts, queries, traversal, order);
 }
 
 } // namespace kdforge::test

@@ -1,7 +1,8 @@
 // Real geometry: every distribution (surfaces, planes, lines, clusters,
-// duplicates, scans, anisotropic boxes) x builder x query kind x backend
-// equals brute force, and the walks stay cheap where ties or thin geometry
-// once made them visit whole trees.
+// duplicates, scans, anisotropic boxes) x node-box policy x walk x query kind
+// x backend equals brute force; the node boxes are kept where they pay and
+// are tight, and the principal-axes boxes contain their sub-trees' points and
+// are kept where the points are thin along a direction no axis follows.
 #include "query_checks.hpp"
 #include "test_helpers.hpp"
 
@@ -14,6 +15,7 @@
 using namespace kdforge;
 using test::Distribution;
 using test::to_device;
+using test::to_host;
 
 namespace {
 
@@ -116,7 +118,7 @@ TEST_CASE_TEMPLATE("node boxes are kept where the points leave their cells empty
     CHECK(tree.box_fill() <= 1.0);
     // the boxes are tight: each holds its sub-tree's points, touching them on every side
     if (!tree.node_boxes().empty()) {
-      auto const boxes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.node_boxes().boxes);
+      auto const boxes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.node_boxes().records);
       auto const tp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.points());
       auto const ti = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.original_indices());
       std::int64_t const n = std::int64_t(tp.extent(0));
@@ -135,84 +137,56 @@ TEST_CASE_TEMPLATE("node boxes are kept where the points leave their cells empty
           todo.push_back(2 * v + 2);
         }
         for (int d = 0; d < 3; ++d) {
-          CHECK(boxes(s).lo[d] == want.lo[d]);
-          CHECK(boxes(s).hi[d] == want.hi[d]);
+          CHECK(boxes(s).box.lo[d] == want.lo[d]);
+          CHECK(boxes(s).box.hi[d] == want.hi[d]);
         }
-        CHECK(boxes(s).min_index == min_index);
+        CHECK(boxes(s).box.min_index == min_index);
       }
     }
   }
 }
 
-namespace {
-// Counts what a kNN walk shows its candidate list.
-template <class Tree, int CAP>
-struct CountingCandidates : kernels::SortedCandidates<Tree, CAP> {
-  using Base = kernels::SortedCandidates<Tree, CAP>;
-  std::int64_t visits = 0;
-  CountingCandidates(Tree const& t, int k) : Base(t, k, detail::infinity<float>()) {}
-  KOKKOS_FUNCTION void visit(typename Base::Index i, float d2) {
-    ++visits;
-    Base::visit(i, d2);
-  }
-};
-} // namespace
-
-TEST_CASE("kNN walks on copies of one point visit a few nodes, not the whole tree") {
-  using Host = Kokkos::DefaultHostExecutionSpace;
-  Host exec;
-  std::size_t const n = 50000;
-  auto const pts = test::make_points<float, 3>(n, Distribution::identical, 5);
-  auto const tree = build_left_balanced(exec, to_device<Host>(pts, "points"));
-  REQUIRE(!tree.node_boxes().empty());
-  using Tree = std::decay_t<decltype(tree)>;
-  for (int levels : {0, 2, 3}) {
-    CAPTURE(levels);
-    CountingCandidates<Tree, 8> st(tree, 8), tr(tree, 8);
-    kernels::traverse_stack(tree, pts[0], st, levels);
-    kernels::traverse_trail(tree, pts[0], tr, levels);
-    for (auto const* c : {&st, &tr}) {
-      CHECK(c->visits < 2000); // without the tie-aware boxes: all 50000
-      std::vector<std::int32_t> got;
-      c->for_each_result(8, [&](int, auto const& nb) { got.push_back(nb.index); });
-      CHECK(got == std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7}); // the smallest indices win ties
-    }
-  }
-}
-
-TEST_CASE_TEMPLATE("queries with NaN or infinite coordinates are refused by every operation", Exec,
+// Every inner node's principal-axes box holds every point of its sub-tree
+// (|axis_i . (x - center)| <= half_i, in exact arithmetic on the stored
+// values), and is marked worth testing (framed) where the points lie on a
+// surface or a line that no coordinate axis follows, never on an
+// axis-aligned plane, where the axis-aligned box is as thin.
+TEST_CASE_TEMPLATE("principal-axes boxes contain their points and are kept where they are thin", Exec,
                    KDFORGE_TEST_SPACES) {
   Exec exec;
-  auto const pts = test::make_points<float, 3>(500, Distribution::uniform, 3);
-  auto const tree = build_left_balanced(exec, to_device<Exec>(pts, "points"));
-  auto const median = build_split_sort(exec, to_device<Exec>(pts, "points"));
-  for (float bad : {detail::infinity<float>(), -detail::infinity<float>(), std::nanf("")}) {
-    for (std::size_t m : {std::size_t(1), std::size_t(300)}) { // one query: no Morton pass
-      CAPTURE(m);
-      auto queries = test::make_points<float, 3>(m, Distribution::uniform, 4);
-      std::size_t const where = m / 3;
-      queries[where][1] = bad;
-      if (m > 2) queries[m - 1][0] = bad; // a later one: the first is named
-      auto const dq = to_device<Exec>(queries, "queries");
-      std::string const first = "query " + std::to_string(where) + " ";
-      for (auto order : {QueryOrder::automatic, QueryOrder::as_given}) {
-        QueryOptions qo;
-        qo.order = order;
-        RadiusOptions ro;
-        ro.order = order;
-        CHECK_THROWS_WITH_AS(knn(exec, tree, dq, 4, qo), doctest::Contains(first.c_str()), Error);
-        CHECK_THROWS_WITH_AS(closest_point(exec, tree, dq, qo), doctest::Contains(first.c_str()), Error);
-        CHECK_THROWS_WITH_AS(radius_count(exec, tree, dq, 0.1, ro), doctest::Contains(first.c_str()), Error);
-        CHECK_THROWS_WITH_AS(radius_search(exec, tree, dq, 0.1, ro), doctest::Contains(first.c_str()), Error);
-        CHECK_THROWS_WITH_AS(knn(exec, median, dq, 4, qo), doctest::Contains(first.c_str()), Error);
-        ApproximateOptions ao;
-        ao.order = order;
-        CHECK_THROWS_WITH_AS(knn_approximate(exec, median, dq, 4, ao), doctest::Contains(first.c_str()), Error);
+  for (auto dist : all_distributions) {
+    CAPTURE(std::string(test::name(dist)));
+    auto const pts = test::make_points<float, 3>(20000, dist, 78);
+    BuildOptions bo;
+    bo.node_boxes = NodeBoxPolicy::always;
+    auto const tree = build_left_balanced(exec, to_device<Exec>(pts, "points"), bo);
+    REQUIRE(!tree.node_boxes().empty());
+    auto const rec = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.node_boxes().records);
+    auto const tp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.points());
+    std::int64_t const n = std::int64_t(tp.extent(0));
+    std::int64_t framed = 0, outside = 0;
+    for (std::int64_t s = 0; s < std::int64_t(rec.extent(0)); ++s) {
+      auto const& f = rec(s).frame;
+      framed += rec(s).box.framed ? 1 : 0;
+      if (s % 7 != 0 && s > 64) continue; // every point of the top sub-trees, a sample below
+      std::vector<std::int64_t> todo{s};
+      while (!todo.empty()) {
+        std::int64_t const v = todo.back();
+        todo.pop_back();
+        if (v >= n) continue;
+        for (int i = 0; i < 3; ++i) {
+          long double t = 0;
+          for (int d = 0; d < 3; ++d) t += (long double)f.axis[i][d] * ((long double)tp(v)[d] - (long double)f.center[d]);
+          outside += (t < 0 ? -t : t) > (long double)f.half[i] ? 1 : 0;
+        }
+        todo.push_back(2 * v + 1);
+        todo.push_back(2 * v + 2);
       }
     }
+    CHECK(outside == 0);
+    std::int64_t const inner = std::int64_t(rec.extent(0));
+    if (dist == Distribution::tilted_plane || dist == Distribution::line || dist == Distribution::sphere)
+      CHECK(framed > inner / 2);
+    if (dist == Distribution::plane || dist == Distribution::identical) CHECK(framed == 0);
   }
-  // an empty tree refuses them too (the answer would be "none" otherwise)
-  auto const empty = build_left_balanced(exec, Kokkos::View<Point<float, 3>*, typename Exec::memory_space>("e", 0));
-  std::vector<Point<float, 3>> one{{{0.f, std::nanf(""), 0.f}}};
-  CHECK_THROWS_AS(knn(exec, empty, to_device<Exec>(one, "q"), 1), Error);
 }
