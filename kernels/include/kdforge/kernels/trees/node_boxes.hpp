@@ -262,14 +262,12 @@ struct NodeBoxLevel {
 
 /// Per node of level `level` (one team each): its sub-tree's box, reduced
 /// over the sub-tree's nodes (node t of the sub-tree in level order is
-/// (s << highest_bit(t + 1)) + t), and the log of the product over
-/// dimensions of the box's extent over its cell's (the tree's box clipped by
-/// the ancestors' planes), in the dimensions where the cell has width; and
-/// whether the sub-tree is copies of one point.
+/// (s << highest_bit(t + 1)) + t), and its cell (the tree's box clipped by
+/// the ancestors' planes): out(i, .) = box lo, box hi, cell lo, cell hi.
 template <class Tree, class Out>
-struct SampleFill {
+struct SampleBoxes {
   Tree tree;
-  Out out; // nodes x 2: log fill, 1 if one repeated point
+  Out out; // nodes x 4D
   int level;
   template <class Team>
   KOKKOS_FUNCTION void operator()(Team const& team) const {
@@ -281,7 +279,6 @@ struct SampleFill {
     std::int64_t const n = std::int64_t(tree.node_count());
     std::int64_t span = 0; // level-order positions of s's sub-tree below n
     for (int j = 0; (((s + 1) << j) - 1) < n; ++j) span = (std::int64_t(2) << j) - 1;
-    T lo[D], hi[D];
     for (int d = 0; d < D; ++d) {
       T l = kdforge::detail::infinity<T>(), h = -kdforge::detail::infinity<T>();
       Kokkos::parallel_reduce(
@@ -304,8 +301,10 @@ struct SampleFill {
             }
           },
           Kokkos::Max<T>(h));
-      lo[d] = l;
-      hi[d] = h;
+      Kokkos::single(Kokkos::PerTeam(team), [&]() {
+        out(i, d) = double(l);
+        out(i, D + d) = double(h);
+      });
     }
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       T clo[D], chi[D];
@@ -323,21 +322,28 @@ struct SampleFill {
         else clo[dim] = v > clo[dim] ? v : clo[dim];
         c = a;
       }
-      double log_fill = 0;
-      bool point = true;
       for (int d = 0; d < D; ++d) {
-        point = point && lo[d] == hi[d];
-        double const cell = double(chi[d]) - double(clo[d]);
-        if (!(cell > 0)) continue;
-        double r = (double(hi[d]) - double(lo[d])) / cell;
-        r = r < 1e-3 ? 1e-3 : r > 1 ? 1 : r;
-        log_fill += ::log(r); // ::log: the device pass has it, std::log is host-only there
+        out(i, 2 * D + d) = double(clo[d]);
+        out(i, 3 * D + d) = double(chi[d]);
       }
-      out(i, 0) = log_fill / D;
-      out(i, 1) = point ? 1 : 0;
     });
   }
 };
+
+/// log of the product over dimensions of a box's extent over its cell's,
+/// over the dimensions where the cell has width, divided by D (so exp of
+/// the mean over nodes is a geometric mean per dimension).
+inline double log_fill(double const* box_lo, double const* box_hi, double const* cell_lo, double const* cell_hi, int dim) {
+  double r = 0;
+  for (int d = 0; d < dim; ++d) {
+    double const cell = cell_hi[d] - cell_lo[d];
+    if (!(cell > 0)) continue;
+    double f = (box_hi[d] - box_lo[d]) / cell;
+    f = f < 1e-3 ? 1e-3 : f > 1 ? 1 : f;
+    r += std::log(f);
+  }
+  return r / dim;
+}
 
 } // namespace detail
 
@@ -376,38 +382,61 @@ build_node_boxes(Exec const& exec, Tree const& tree) {
 }
 
 /// How much of their cells the points of a level-order tree fill, without
-/// building its boxes: at two levels, the geometric mean over the level's
-/// nodes and the dimensions of a sub-tree box's extent over its cell's (one
-/// level of <= 1024 nodes whose sub-trees hold >= ~256 points, where the
-/// extent of a few points would under-fill even a uniform cell, and one
-/// halfway up, where the space between clusters shows), the smaller of the
-/// two. About 1 where the points fill their cells (uniform data), far below
-/// where they leave most of them empty; 0 when a sub-tree of the deeper
-/// level is copies of one point (ties that only boxes prune).
+/// building its boxes: the geometric mean, over the nodes of one level and
+/// over dimensions, of a sub-tree box's extent over its cell's, at two
+/// levels: one of <= 1024 sub-trees of >= ~256 points (with fewer, the
+/// extent of a few points would under-fill even a uniform cell), measured in
+/// one pass over the points, and one halfway up, where the space between
+/// clusters shows, whose boxes and cells are the unions of those of their
+/// descendants on the first (the few points on the levels between are left
+/// out: a measure, not a bound). The smaller of the two. About 1 where the
+/// points fill their cells (uniform data), far below where they leave most
+/// of them empty; 0 when a sub-tree of the deeper level is copies of one
+/// point (ties that only boxes prune).
 template <class Exec, class Tree>
 double box_fill(Exec const& exec, Tree const& tree) {
   using MS = typename Exec::memory_space;
+  constexpr int D = Tree::dimension;
   std::int64_t const n = std::int64_t(tree.node_count());
   std::int64_t const count = n / 2;
   if (count == 0) return 1;
   int const top = lb::level(count - 1);
   int const deep = top - 6 < 10 ? (top - 6 > 0 ? top - 6 : 0) : 10;
-  double fill = 1;
-  for (int level : {deep, deep / 2}) {
-    std::int64_t const nodes = lb::min64(lb::full(level + 1), count) - lb::full(level);
-    Kokkos::View<double**, Kokkos::LayoutRight, MS> out("kdforge::build::box_fill", nodes, 2);
-    Kokkos::parallel_for("kdforge::build::box_fill", Kokkos::TeamPolicy<Exec>(exec, nodes, Kokkos::AUTO),
-                         detail::SampleFill<Tree, decltype(out)>{tree, out, level});
-    auto const h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
-    double sum = 0;
-    bool copies = false;
-    for (std::int64_t i = 0; i < nodes; ++i) {
-      sum += h(i, 0);
-      copies = copies || (level == deep && h(i, 1) > 0);
+  std::int64_t const nodes = lb::min64(lb::full(deep + 1), count) - lb::full(deep);
+  Kokkos::View<double**, Kokkos::LayoutRight, MS> out("kdforge::build::box_fill", nodes, 4 * D);
+  Kokkos::parallel_for("kdforge::build::box_fill", Kokkos::TeamPolicy<Exec>(exec, nodes, Kokkos::AUTO),
+                       detail::SampleBoxes<Tree, decltype(out)>{tree, out, deep});
+  auto const h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+  double sum = 0;
+  for (std::int64_t i = 0; i < nodes; ++i) {
+    bool point = true;
+    for (int d = 0; d < D; ++d) point = point && h(i, d) == h(i, D + d);
+    if (point) return 0;
+    sum += detail::log_fill(&h(i, 0), &h(i, D), &h(i, 2 * D), &h(i, 3 * D), D);
+  }
+  double fill = std::exp(sum / double(nodes));
+  int const up = deep / 2;
+  if (up < deep) { // groups of the deep level's nodes that share an ancestor on level `up`
+    std::int64_t const group = std::int64_t(1) << (deep - up);
+    double upper = 0;
+    std::int64_t groups = 0;
+    for (std::int64_t g = 0; g < nodes; g += group) {
+      double b[4 * D];
+      for (int d = 0; d < D; ++d) {
+        b[d] = b[2 * D + d] = kdforge::detail::infinity<double>();
+        b[D + d] = b[3 * D + d] = -kdforge::detail::infinity<double>();
+      }
+      for (std::int64_t i = g; i < g + group && i < nodes; ++i)
+        for (int d = 0; d < D; ++d) {
+          b[d] = std::min(b[d], h(i, d));
+          b[D + d] = std::max(b[D + d], h(i, D + d));
+          b[2 * D + d] = std::min(b[2 * D + d], h(i, 2 * D + d));
+          b[3 * D + d] = std::max(b[3 * D + d], h(i, 3 * D + d));
+        }
+      upper += detail::log_fill(b, b + D, b + 2 * D, b + 3 * D, D);
+      ++groups;
     }
-    if (copies) return 0;
-    fill = std::min(fill, std::exp(sum / double(nodes)));
-    if (level == 0) break;
+    fill = std::min(fill, std::exp(upper / double(groups)));
   }
   return fill;
 }
@@ -423,7 +452,15 @@ void attach_node_boxes(Exec const& exec, Tree& tree, NodeBoxPolicy policy) {
   if (policy == NodeBoxPolicy::never) return;
   kdforge::detail::Region region("kdforge::build::node_boxes");
   double const fill = box_fill(exec, tree);
-  bool const keep = policy == NodeBoxPolicy::always || fill < automatic_box_fill;
+  // a box of zero width in some dimension (points on an axis-aligned plane
+  // or line): the cells have no width there either, so the fill cannot see
+  // it, but only boxes prune by the distance across it (the GPU walks of
+  // trees without boxes test the split planes alone)
+  bool degenerate = false;
+  auto const bounds = tree.bounds();
+  for (int d = 0; d < Tree::dimension; ++d) degenerate = degenerate || !(bounds.hi[d] > bounds.lo[d]);
+  bool const keep =
+      policy == NodeBoxPolicy::always || fill < automatic_box_fill || (degenerate && tree.node_count() > 1);
   tree.set_node_boxes(keep ? build_node_boxes(exec, tree) : decltype(build_node_boxes(exec, tree)){}, fill);
 }
 
