@@ -183,7 +183,7 @@ def distribution_rows(good):
 
     def order(key):
         d, q = key[0], key[1]
-        qi = next((i for i, p in enumerate(("uniform", "jitter", "same", "far")) if q.startswith(p)), 9)
+        qi = next((i for i, p in enumerate(("uniform", "cube", "jitter", "same", "far")) if q.startswith(p)), 9)
         return (DIST_ORDER.index(d) if d in DIST_ORDER else len(DIST_ORDER), d, qi, q) + key[2:]
 
     rows = []
