@@ -5,6 +5,7 @@
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/detail/query_defaults.hpp>
+#include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/knn.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -22,17 +23,27 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("closest_point");
   T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "closest_point", "QueryOptions::cutoff_radius");
-  auto const walk = detail::make_walk<Exec>(options, "closest_point");
-  auto q = detail::query_points<Exec, Tree>(exec, queries);
-  std::int64_t const m = std::int64_t(q.extent(0));
-  detail::ensure_extents(out.indices, "kdforge::closest::indices", m);
-  detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
-  using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
-  int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, 1, "closest_point");
-  detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
-    detail::run_knn(exec, t, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, regroup, workspace,
-                    options.check_queries, "closest_point");
-  });
+  if constexpr (kernels::is_bucket_tree<Tree>::value) { // run-time dimension: queries M x D
+    detail::check_bucket_queries(exec, tree, queries, "closest_point");
+    std::int64_t const m = std::int64_t(queries.extent(0));
+    detail::ensure_extents(out.indices, "kdforge::closest::indices", m);
+    detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
+    using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
+    detail::run_bucket_knn(exec, tree, queries, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff);
+    (void)workspace;
+  } else {
+    auto const walk = detail::make_walk<Exec>(options, "closest_point");
+    auto q = detail::query_points<Exec, Tree>(exec, queries);
+    std::int64_t const m = std::int64_t(q.extent(0));
+    detail::ensure_extents(out.indices, "kdforge::closest::indices", m);
+    detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
+    using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
+    int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, 1, "closest_point");
+    detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+      detail::run_knn(exec, t, q, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff, walk, options.order, regroup, workspace,
+                      options.check_queries, "closest_point");
+    });
+  }
 }
 
 /// As above, with scratch memory allocated for this call.

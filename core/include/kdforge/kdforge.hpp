@@ -8,6 +8,7 @@
 #include <kdforge/base/types.hpp>
 #include <kdforge/base/version.hpp>
 #include <kdforge/base/workspace.hpp>
+#include <kdforge/build_bucket_tree.hpp>
 #include <kdforge/build_left_balanced.hpp>
 #include <kdforge/build_split_sort.hpp>
 #include <kdforge/closest_point.hpp>

@@ -6,6 +6,7 @@
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/detail/query_defaults.hpp>
+#include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/knn.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -19,7 +20,8 @@ namespace kdforge {
 /// or beyond options.cutoff_radius, are (-1, +inf). out's Views are kept
 /// when they already are M x k and replaced otherwise; with the same
 /// `workspace` too, a loop of same-sized queries allocates nothing.
-/// Asynchronous: fence `exec` before reading the results on the host.
+/// Asynchronous: fence `exec` before reading the results on the host. On a
+/// BucketTree the queries are an M x D View (see build_bucket_tree.hpp).
 template <class Exec, class Tree, class Queries>
 void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
          QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
@@ -27,16 +29,25 @@ void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnR
   detail::check_tree_space<Exec, Tree>("knn");
   KDFORGE_REQUIRE(k >= 1, "knn", "k must be >= 1 (got ", k, ")");
   T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "knn", "QueryOptions::cutoff_radius");
-  auto const walk = detail::make_walk<Exec>(options, "knn");
-  auto q = detail::query_points<Exec, Tree>(exec, queries);
-  std::int64_t const m = std::int64_t(q.extent(0));
-  detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
-  detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
-  int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, k, "knn");
-  detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
-    detail::run_knn(exec, t, q, k, out, sq_cutoff, walk, options.order, regroup, workspace,
-                    options.check_queries, "knn");
-  });
+  if constexpr (kernels::is_bucket_tree<Tree>::value) { // run-time dimension: queries M x D
+    detail::check_bucket_queries(exec, tree, queries, "knn");
+    std::int64_t const m = std::int64_t(queries.extent(0));
+    detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
+    detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
+    detail::run_bucket_knn(exec, tree, queries, k, out, sq_cutoff);
+    (void)workspace;
+  } else {
+    auto const walk = detail::make_walk<Exec>(options, "knn");
+    auto q = detail::query_points<Exec, Tree>(exec, queries);
+    std::int64_t const m = std::int64_t(q.extent(0));
+    detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
+    detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
+    int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, k, "knn");
+    detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+      detail::run_knn(exec, t, q, k, out, sq_cutoff, walk, options.order, regroup, workspace,
+                      options.check_queries, "knn");
+    });
+  }
 }
 
 /// As above, with scratch memory allocated for this call.

@@ -25,6 +25,7 @@
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/approximate.hpp>
+#include <kdforge/kernels/query/bucket.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -41,6 +42,9 @@ auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries,
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   using MS = typename Exec::memory_space;
+  static_assert(!kernels::is_bucket_tree<Tree>::value,
+                "kdforge::knn_approximate: bucket trees answer exact queries only for now (knn, closest_point, "
+                "radius_count, radius_search)");
   static_assert(std::is_same<MS, typename Tree::memory_space>::value,
                 "kdforge::knn_approximate: the tree lives in another memory space than the execution space's");
   KDFORGE_REQUIRE(k >= 1, "knn_approximate", "k must be >= 1 (got ", k, ")");

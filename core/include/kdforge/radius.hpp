@@ -6,6 +6,7 @@
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/detail/query_defaults.hpp>
+#include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/radius.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -25,12 +26,19 @@ void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, do
   detail::check_tree_space<Exec, Tree>("radius_count");
   T const sq_r = detail::checked_sq_radius<T>(radius, "radius_count", "radius");
   KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_count", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
-  auto const walk = detail::make_walk<Exec>(options, "radius_count");
-  auto q = detail::query_points<Exec, Tree>(exec, queries);
-  std::int64_t const m = std::int64_t(q.extent(0));
-  detail::ensure_extents(counts, "kdforge::radius::counts", m);
-  detail::run_radius_count(exec, tree, q, sq_r, counts, options.max_neighbors, options.order, options.check_queries, walk,
-                           workspace);
+  if constexpr (kernels::is_bucket_tree<Tree>::value) { // run-time dimension: queries M x D
+    detail::check_bucket_queries(exec, tree, queries, "radius_count");
+    detail::ensure_extents(counts, "kdforge::radius::counts", std::int64_t(queries.extent(0)));
+    detail::run_bucket_radius_count(exec, tree, queries, sq_r, counts, options.max_neighbors);
+    (void)workspace;
+  } else {
+    auto const walk = detail::make_walk<Exec>(options, "radius_count");
+    auto q = detail::query_points<Exec, Tree>(exec, queries);
+    std::int64_t const m = std::int64_t(q.extent(0));
+    detail::ensure_extents(counts, "kdforge::radius::counts", m);
+    detail::run_radius_count(exec, tree, q, sq_r, counts, options.max_neighbors, options.order, options.check_queries, walk,
+                             workspace);
+  }
 }
 
 /// As above, with scratch memory allocated for this call.
@@ -72,9 +80,15 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   KDFORGE_REQUIRE(options.max_neighbors <= std::int64_t(1) << 30, "radius_search", "RadiusOptions::max_neighbors too large");
   KDFORGE_REQUIRE(options.buffer_size >= -1 && options.buffer_size <= std::int64_t(1) << 20, "radius_search",
                   "RadiusOptions::buffer_size must be -1 (automatic) or in [0, 2^20] (got ", options.buffer_size, ")");
-  auto const walk = detail::make_walk<Exec>(options, "radius_search");
-  auto q = detail::query_points<Exec, Tree>(exec, queries);
-  detail::run_radius_search(exec, tree, q, sq_r, out, options, walk, workspace);
+  if constexpr (kernels::is_bucket_tree<Tree>::value) { // run-time dimension: queries M x D
+    detail::check_bucket_queries(exec, tree, queries, "radius_search");
+    detail::run_bucket_radius_search(exec, tree, queries, sq_r, out, options);
+    (void)workspace;
+  } else {
+    auto const walk = detail::make_walk<Exec>(options, "radius_search");
+    auto q = detail::query_points<Exec, Tree>(exec, queries);
+    detail::run_radius_search(exec, tree, q, sq_r, out, options, walk, workspace);
+  }
 }
 
 /// As above, with scratch memory allocated for this call.

@@ -4,6 +4,7 @@
 // (kdforge/kernels/trees/concept.hpp says what it asks).
 #include <kdforge/kernels/common/distance.hpp>
 #include <kdforge/kernels/common/points.hpp>
+#include <kdforge/kernels/trees/bucket_tree.hpp>
 #include <kdforge/kernels/trees/concept.hpp>
 #include <kdforge/kernels/trees/left_balanced_tree.hpp>
 #include <kdforge/kernels/trees/median_tree.hpp>

@@ -18,6 +18,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <kdforge/backends/host/memory.hpp>
+
 #define KDFORGE_BACKENDS_PRIMITIVES_INCLUDED
 #include <kdforge/backends/serial/primitives.hpp>
 #if KDFORGE_USE_TBB
@@ -169,6 +171,23 @@ auto bounding_box(Exec const& exec, PointView const& points) {
   detail::check_view<Exec>(points, "bounding_box: points");
   kdforge::detail::Region region("kdforge::backend::bounding_box");
   return detail::bounding_box_impl(exec, points.data(), points.extent(0));
+}
+
+namespace detail {
+// Host spaces: the machine's available memory (the Cuda overload asks the device).
+template <class Exec>
+std::size_t available_bytes_impl(Exec const&) {
+  return host_available_bytes();
+}
+} // namespace detail
+
+/// Bytes the execution space's memory can still allocate, as its owner
+/// reports them (free device memory; MemAvailable on Linux hosts; the
+/// largest size_t where unknown): for refusing a build that cannot fit with
+/// a clear error instead of failing half-way.
+template <class Exec>
+std::size_t available_bytes(Exec const& exec) {
+  return detail::available_bytes_impl(exec);
 }
 
 } // namespace kdforge::backend

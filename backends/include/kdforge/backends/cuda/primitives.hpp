@@ -23,6 +23,19 @@ inline void cuda_check(cudaError_t err, char const* what) {
     ::kdforge::detail::fail("backend::cuda", what, " failed: ", cudaGetErrorString(err));
 }
 
+/// Free memory of the device the instance runs on (cudaMemGetInfo).
+inline std::size_t available_bytes_impl(Kokkos::Cuda const& exec) {
+  int current = 0;
+  cuda_check(cudaGetDevice(&current), "cudaGetDevice");
+  int const device = exec.cuda_device();
+  if (device != current) cuda_check(cudaSetDevice(device), "cudaSetDevice");
+  std::size_t free_bytes = 0, total_bytes = 0;
+  cudaError_t const e = cudaMemGetInfo(&free_bytes, &total_bytes);
+  if (device != current) cuda_check(cudaSetDevice(current), "cudaSetDevice");
+  cuda_check(e, "cudaMemGetInfo");
+  return free_bytes;
+}
+
 inline Kokkos::View<char*, Kokkos::CudaSpace> cuda_temp_storage(std::size_t bytes) {
   return Kokkos::View<char*, Kokkos::CudaSpace>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::cub_temp_storage"), bytes);

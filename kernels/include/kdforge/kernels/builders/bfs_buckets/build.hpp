@@ -1,0 +1,419 @@
+#pragma once
+// Breadth-first bucket k-d tree builder: Hu, Nooshabadi & Ahmadi 2015,
+// section II, Algorithms 1 and 2.
+//
+// As the paper: every dimension is sorted once (one segmented sort of D
+// segments of N keys: CUB on GPUs); the tree grows one level at a time, all
+// nodes of a level split at once; a node splits across the widest side of
+// its bounding box at the box's midpoint; the points are redistributed by a
+// stable partition of every dimension's sorted list (flags, one scan over
+// all D lists, a scatter), so each node's points stay a contiguous, sorted
+// range of every list, and a child's box is read off the first and last
+// entries of its ranges. Nodes of at most B points are leaves (the paper's
+// variant is B = 1).
+//
+// What differs, and why:
+//  - A midpoint that splits nothing off (two values one ulp apart, or
+//    rounding) falls back to the median of the node's sorted range in the
+//    split dimension, which always splits; so do all levels from 32 on, which
+//    bounds the height by 32 + log2(N) (midpoints alone make a node of
+//    exponentially spaced values peel one point per level: a chain N deep,
+//    and the walks' stacks are sized by the height). Copies of one point
+//    split by rank too, so buckets never exceed B.
+//  - Points that compare equal keep the order of their input indices in
+//    every list (stable sorts and partitions), so the tree is the same on
+//    every backend.
+//  - The paper tracks node ownership per dimension; here one owner per
+//    position (binary search in the level's list of splitting nodes, whose
+//    ranges are in position order) serves all D lists.
+#include <kdforge/backends/primitives.hpp>
+#include <kdforge/base/error.hpp>
+#include <kdforge/base/profiling.hpp>
+#include <kdforge/base/types.hpp>
+#include <kdforge/kernels/builders/left_balanced/common.hpp>
+#include <kdforge/kernels/trees/bucket_tree.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace kdforge::kernels::bfs {
+
+/// Levels that may split at the box's midpoint; deeper ones split at the
+/// median (see the top).
+inline constexpr int midpoint_levels = 32;
+
+/// A node that splits on the current level: its range, and once chosen the
+/// size of its left part.
+template <class Index>
+struct Splitting {
+  Index node;
+  Index begin;
+  Index end;
+  Index left_count;
+};
+
+template <class T>
+using Key = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+
+// Kernels are named functors (common/points.hpp says why: no extended lambdas).
+
+template <class PV, class Keys, class Order>
+struct PresortKeys {
+  PV pts; // N x D
+  Keys keys;
+  Order order;
+  std::int64_t n;
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    std::int64_t const d = j / n, i = j - d * n;
+    keys(j) = ordered_bits(pts(i, d));
+    order(j) = typename Order::value_type(i);
+  }
+};
+
+template <class Offsets>
+struct SegmentOffsets {
+  Offsets offsets;
+  std::int64_t n;
+  KOKKOS_FUNCTION void operator()(std::int64_t d) const { offsets(d) = typename Offsets::value_type(d * n); }
+};
+
+/// Box of node `node` (range [b, e)) from the first and last entries of its
+/// ranges in the sorted lists: lo in columns [0, D), hi in [D, 2D).
+template <class PV, class Order, class Boxes>
+KOKKOS_FUNCTION void read_box(PV const& pts, Order const& order, Boxes const& boxes, std::int64_t n, int dim,
+                              std::int64_t node, std::int64_t b, std::int64_t e, int d) {
+  boxes(node, d) = pts(order(d * n + b), d);
+  boxes(node, dim + d) = pts(order(d * n + e - 1), d);
+}
+
+template <class PV, class Order, class Boxes>
+struct RootBox {
+  PV pts;
+  Order order;
+  Boxes boxes;
+  std::int64_t n;
+  int dim;
+  KOKKOS_FUNCTION void operator()(int d) const { read_box(pts, order, boxes, n, dim, 0, 0, n, d); }
+};
+
+/// Per splitting node: split dimension (widest side), split value
+/// (midpoint) and the left part's size, with the median fallback; the
+/// node's record and its children's.
+template <class PV, class Order, class Boxes, class Nodes, class Split>
+struct ChooseSplit {
+  using T = typename PV::non_const_value_type;
+  using Index = typename Order::non_const_value_type;
+  PV pts;
+  Order order;
+  Boxes boxes;
+  Nodes nodes;
+  Split split;
+  std::int64_t n;
+  int dim;
+  int level;
+  std::int64_t first_child; // children of split(a) are first_child + 2a, + 1
+  KOKKOS_FUNCTION void operator()(std::int64_t a) const {
+    Splitting<Index> s = split(a);
+    int best = 0;
+    T width = T(-1);
+    for (int d = 0; d < dim; ++d) {
+      T const w = boxes(s.node, dim + d) - boxes(s.node, d);
+      if (w > width) { // the first widest dimension
+        width = w;
+        best = d;
+      }
+    }
+    Index const count = s.end - s.begin;
+    T const lo = boxes(s.node, best), hi = boxes(s.node, dim + best);
+    T const mid = T(0.5 * (double(lo) + double(hi)));
+    // points with coordinate <= mid: the list is sorted, so a binary search
+    Index a_lo = s.begin, a_hi = s.end; // first position with coordinate > mid
+    while (a_lo < a_hi) {
+      Index const m = a_lo + (a_hi - a_lo) / 2;
+      if (pts(order(best * n + m), best) <= mid) a_lo = m + 1;
+      else a_hi = m;
+    }
+    Index left = a_lo - s.begin;
+    T value = mid;
+    if (level >= midpoint_levels || left == 0 || left == count) { // the median: always splits
+      left = count / 2;
+      value = pts(order(best * n + s.begin + left - 1), best);
+    }
+    s.left_count = left;
+    split(a) = s;
+    auto node = nodes(s.node);
+    node.left = Index(first_child + 2 * a);
+    node.right = Index(first_child + 2 * a + 1);
+    node.split_dim = best;
+    node.split_value = value;
+    nodes(s.node) = node;
+    nodes(node.left) = BucketNode<T, Index>{Index(-1), Index(-1), s.begin, Index(s.begin + left), -1, T(0)};
+    nodes(node.right) = BucketNode<T, Index>{Index(-1), Index(-1), Index(s.begin + left), s.end, -1, T(0)};
+  }
+};
+
+/// The splitting node a position belongs to, or -1 (a leaf's position).
+template <class Split>
+KOKKOS_FUNCTION std::int64_t owner(Split const& split, std::int64_t count, std::int64_t p) {
+  std::int64_t lo = 0, hi = count; // last a with begin(a) <= p
+  while (lo < hi) {
+    std::int64_t const m = lo + (hi - lo) / 2;
+    if (std::int64_t(split(m).begin) <= p) lo = m + 1;
+    else hi = m;
+  }
+  if (lo == 0) return -1;
+  return p < std::int64_t(split(lo - 1).end) ? lo - 1 : -1;
+}
+
+/// side(i) for every point of a splitting node: 1 when it goes right (its
+/// rank in the split dimension's list is past the left part).
+template <class Order, class Nodes, class Split, class Side>
+struct MarkSides {
+  Order order;
+  Nodes nodes;
+  Split split;
+  Side side;
+  std::int64_t n;
+  std::int64_t count;
+  KOKKOS_FUNCTION void operator()(std::int64_t p) const {
+    std::int64_t const a = owner(split, count, p);
+    if (a < 0) return;
+    auto const s = split(a);
+    int const d = nodes(s.node).split_dim;
+    side(order(d * n + p)) = p - std::int64_t(s.begin) >= std::int64_t(s.left_count) ? 1 : 0;
+  }
+};
+
+/// isleft over all D lists (1 for a splitting node's left points, else 0).
+template <class Order, class Split, class Side, class Flags>
+struct LeftFlags {
+  Order order;
+  Split split;
+  Side side;
+  Flags flags;
+  std::int64_t n;
+  std::int64_t count;
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    std::int64_t const p = j % n;
+    std::int64_t const a = owner(split, count, p);
+    flags(j) = a >= 0 && side(order(j)) == 0 ? 1 : 0;
+  }
+};
+
+/// The stable partition of every list: a splitting node's left points to
+/// the front of its range, its right ones after them, each in list order
+/// (positions from the exclusive scan of the left flags); leaves' ranges
+/// stay.
+template <class Order, class Split, class Flags>
+struct Scatter {
+  Order order;
+  Order out;
+  Split split;
+  Flags flags;
+  Flags scan;
+  std::int64_t n;
+  std::int64_t count;
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    std::int64_t const d = j / n, p = j - d * n;
+    std::int64_t const a = owner(split, count, p);
+    if (a < 0) {
+      out(j) = order(j);
+      return;
+    }
+    auto const s = split(a);
+    std::int64_t const base = d * n;
+    std::int64_t const lefts_before = std::int64_t(scan(j)) - std::int64_t(scan(base + s.begin));
+    std::int64_t const rank = p - std::int64_t(s.begin);
+    std::int64_t const to = flags(j) ? std::int64_t(s.begin) + lefts_before
+                                     : std::int64_t(s.begin) + std::int64_t(s.left_count) + (rank - lefts_before);
+    out(base + to) = order(j);
+  }
+};
+
+/// The boxes of the new children, one (child, dimension) pair per index.
+template <class PV, class Order, class Boxes, class Nodes>
+struct ChildBoxes {
+  PV pts;
+  Order order;
+  Boxes boxes;
+  Nodes nodes;
+  std::int64_t n;
+  int dim;
+  std::int64_t first_child;
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    std::int64_t const c = first_child + j / dim;
+    int const d = int(j % dim);
+    auto const node = nodes(c);
+    read_box(pts, order, boxes, n, dim, c, node.begin, node.end, d);
+  }
+};
+
+/// Children with more than B points split on the next level: flags for
+/// their compaction.
+template <class Nodes, class Flags>
+struct SplitsNext {
+  Nodes nodes;
+  Flags flags;
+  std::int64_t first_child;
+  std::int64_t bucket;
+  KOKKOS_FUNCTION void operator()(std::int64_t c) const {
+    auto const node = nodes(first_child + c);
+    flags(c) = std::int64_t(node.end) - std::int64_t(node.begin) > bucket ? 1 : 0;
+  }
+};
+
+template <class Nodes, class Flags, class Split>
+struct CompactNext {
+  Nodes nodes;
+  Flags flags;
+  Flags scan;
+  Split next;
+  std::int64_t first_child;
+  KOKKOS_FUNCTION void operator()(std::int64_t c) const {
+    if (!flags(c)) return;
+    auto const node = nodes(first_child + c);
+    using Index = decltype(node.begin);
+    next(scan(c)) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
+  }
+};
+
+/// The points in tree order (dimension 0's list) and their input indices.
+template <class PV, class Order, class Out, class Indices>
+struct GatherPoints {
+  PV pts;
+  Order order;
+  Out out;
+  Indices indices;
+  int dim;
+  KOKKOS_FUNCTION void operator()(std::int64_t p) const {
+    auto const i = order(p);
+    indices(p) = i;
+    for (int d = 0; d < dim; ++d) out(p, d) = pts(i, d);
+  }
+};
+
+/// Bytes the build holds at its peak for N points in D dimensions: the
+/// points and their copy in tree order, D sorted lists twice (double
+/// buffered), their keys during the presort and the sort's own buffers,
+/// the partition flags and their scan.
+template <class T, class Index>
+std::int64_t peak_bytes(std::int64_t n, std::int64_t dim) {
+  std::int64_t const dn = n * dim;
+  std::int64_t const sort_phase = dn * std::int64_t(2 * sizeof(Key<T>) + 2 * sizeof(Index));
+  std::int64_t const level_phase = dn * std::int64_t(2 * sizeof(Index) + 2 * sizeof(Index));
+  return 2 * dn * std::int64_t(sizeof(T)) + (sort_phase > level_phase ? sort_phase : level_phase) +
+         4 * n * std::int64_t(sizeof(Index) + 2 * dim * sizeof(T));
+}
+
+/// The builder: `pts` is N x D, finite (checked by the caller).
+template <class Index, class Exec, class T>
+BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
+                                                          Kokkos::View<T**, Kokkos::LayoutRight, typename Exec::memory_space> pts,
+                                                          std::int64_t bucket) {
+  using MS = typename Exec::memory_space;
+  using Tree = BucketTree<MS, T, Index>;
+  using NodeT = BucketNode<T, Index>;
+  kdforge::detail::Region region("kdforge::build_bucket_tree");
+  std::int64_t const n = std::int64_t(pts.extent(0));
+  int const dim = int(pts.extent(1));
+  std::int64_t const peak = peak_bytes<T, Index>(n, dim);
+  Kokkos::View<T**, Kokkos::LayoutRight, MS> tree_points("kdforge::bucket_tree::points", n, dim);
+  Kokkos::View<Index*, MS> indices("kdforge::bucket_tree::indices", n);
+  if (n == 0)
+    return Tree(tree_points, indices, Kokkos::View<NodeT*, MS>("kdforge::bucket_tree::nodes", 0),
+                Kokkos::View<T**, Kokkos::LayoutRight, MS>("kdforge::bucket_tree::boxes", 0, 2 * dim), 0, bucket,
+                peak);
+  std::int64_t const dn = n * std::int64_t(dim);
+
+  // Algorithm 1: every dimension sorted once (one segmented sort)
+  Kokkos::View<Index*, MS> order(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order"), dn);
+  {
+    kdforge::detail::Region r("kdforge::build_bucket_tree::presort");
+    Kokkos::View<Key<T>*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::keys"), dn);
+    Kokkos::View<std::int64_t*, MS> offsets(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::offsets"),
+                                            dim + 1);
+    Kokkos::parallel_for("kdforge::build_bucket_tree::keys", Kokkos::RangePolicy<Exec>(exec, 0, dn),
+                         PresortKeys<decltype(pts), decltype(keys), decltype(order)>{pts, keys, order, n});
+    Kokkos::parallel_for("kdforge::build_bucket_tree::offsets", Kokkos::RangePolicy<Exec>(exec, 0, dim + 1),
+                         SegmentOffsets<decltype(offsets)>{offsets, n});
+    backend::segmented_sort_by_key(exec, keys, order, offsets);
+  }
+
+  // nodes and boxes grow level by level (at most 2N - 1 nodes)
+  std::int64_t capacity = n < 512 ? 2 * n : 1024;
+  Kokkos::View<NodeT*, MS> nodes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::nodes"), capacity);
+  Kokkos::View<T**, Kokkos::LayoutRight, MS> boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::boxes"),
+                                                  capacity, 2 * dim);
+  Kokkos::deep_copy(exec, Kokkos::subview(nodes, 0), NodeT{Index(-1), Index(-1), Index(0), Index(n), -1, T(0)});
+  Kokkos::parallel_for("kdforge::build_bucket_tree::root_box", Kokkos::RangePolicy<Exec>(exec, 0, dim),
+                       RootBox<decltype(pts), decltype(order), decltype(boxes)>{pts, order, boxes, n, dim});
+
+  using Split = Kokkos::View<Splitting<Index>*, MS>;
+  Split split("kdforge::bucket_tree::splitting", 1);
+  std::int64_t splitting = n > bucket ? 1 : 0;
+  if (splitting) Kokkos::deep_copy(exec, Kokkos::subview(split, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
+  std::int64_t node_count = 1;
+  int level = 0;
+  Kokkos::View<Index*, MS> order_out, flags, scan;
+  Kokkos::View<std::uint8_t*, MS> side;
+  if (splitting) {
+    order_out = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order_out"), dn);
+    flags = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::flags"), dn);
+    scan = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::scan"), dn);
+    side = Kokkos::View<std::uint8_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::side"), n);
+  }
+  while (splitting > 0) { // Algorithm 2, one level
+    kdforge::detail::Region r("kdforge::build_bucket_tree::level");
+    std::int64_t const first_child = node_count;
+    if (first_child + 2 * splitting > capacity) {
+      while (first_child + 2 * splitting > capacity) capacity *= 2;
+      capacity = capacity < 2 * n - 1 ? capacity : 2 * n - 1;
+      Kokkos::resize(nodes, capacity);
+      Kokkos::resize(boxes, capacity, 2 * dim);
+    }
+    Kokkos::parallel_for("kdforge::build_bucket_tree::split", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
+                         ChooseSplit<decltype(pts), decltype(order), decltype(boxes), decltype(nodes), Split>{
+                             pts, order, boxes, nodes, split, n, dim, level, first_child});
+    Kokkos::parallel_for("kdforge::build_bucket_tree::sides", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                         MarkSides<decltype(order), decltype(nodes), Split, decltype(side)>{order, nodes, split, side, n,
+                                                                                           splitting});
+    Kokkos::parallel_for("kdforge::build_bucket_tree::flags", Kokkos::RangePolicy<Exec>(exec, 0, dn),
+                         LeftFlags<decltype(order), Split, decltype(side), decltype(flags)>{order, split, side, flags, n,
+                                                                                           splitting});
+    backend::exclusive_scan(exec, flags, scan);
+    Kokkos::parallel_for("kdforge::build_bucket_tree::scatter", Kokkos::RangePolicy<Exec>(exec, 0, dn),
+                         Scatter<decltype(order), Split, decltype(flags)>{order, order_out, split, flags, scan,
+                                                                                   n, splitting});
+    std::swap(order, order_out);
+    std::int64_t const children = 2 * splitting;
+    Kokkos::parallel_for("kdforge::build_bucket_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
+                         ChildBoxes<decltype(pts), decltype(order), decltype(boxes), decltype(nodes)>{
+                             pts, order, boxes, nodes, n, dim, first_child});
+    // the children that split next
+    Kokkos::View<Index*, MS> next_flags("kdforge::bucket_tree::next_flags", children);
+    Kokkos::View<Index*, MS> next_scan("kdforge::bucket_tree::next_scan", children);
+    Kokkos::parallel_for("kdforge::build_bucket_tree::next", Kokkos::RangePolicy<Exec>(exec, 0, children),
+                         SplitsNext<decltype(nodes), decltype(next_flags)>{nodes, next_flags, first_child, bucket});
+    std::int64_t const next_count = std::int64_t(backend::exclusive_scan(exec, next_flags, next_scan));
+    Split next(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::splitting"), next_count);
+    Kokkos::parallel_for("kdforge::build_bucket_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
+                         CompactNext<decltype(nodes), decltype(next_flags), Split>{nodes, next_flags, next_scan, next,
+                                                                                   first_child});
+    split = next;
+    splitting = next_count;
+    node_count += children;
+    ++level;
+  }
+  Kokkos::parallel_for("kdforge::build_bucket_tree::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                       GatherPoints<decltype(pts), decltype(order), decltype(tree_points), decltype(indices)>{
+                           pts, order, tree_points, indices, dim});
+  Kokkos::resize(nodes, node_count);
+  Kokkos::resize(boxes, node_count, 2 * dim);
+  exec.fence();
+  return Tree(tree_points, indices, nodes, boxes, level, bucket, peak);
+}
+
+} // namespace kdforge::kernels::bfs

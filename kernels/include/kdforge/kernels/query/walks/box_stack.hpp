@@ -1,0 +1,100 @@
+#pragma once
+// The walk of bucket trees (kernels/trees/bucket_tree.hpp): depth first,
+// the nearer child by bounding-box distance first, the farther one waiting
+// on a stack with its box distance; a popped node whose box is out of the
+// visitor's reach by then is skipped, and a leaf's points are all shown to
+// the visitor. Hu, Nooshabadi & Ahmadi 2015 (section III, Algorithm 3) keep
+// the waiting nodes in a priority queue keyed by box distance; a stack in
+// nearest-first order visits the same leaves of a kNN query where the queue
+// would (both start from the query's nearest leaf and prune by the same
+// boxes), needs no heap operations and has a size bounded by the tree's
+// height, which the builder bounds (bfs_buckets/build.hpp), so no query ever
+// runs out of room and every search is exact.
+//
+// The dimension is a run-time value: distances are loops over it, summed in
+// dimension order with the rounding of the brute-force reference (no fused
+// multiply-add), and box distances with the same rounding, so a box's bound
+// never exceeds the computed distance of a point in it.
+#include <kdforge/backends/intrinsics.hpp>
+#include <kdforge/kernels/query/walks/common.hpp>
+#include <kdforge/kernels/trees/bucket_tree.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace kdforge::kernels {
+
+/// The deepest stack a bucket-tree walk needs: the builder's height bound
+/// (32 midpoint levels and at most 32 median levels) plus one.
+inline constexpr int box_stack_capacity = 66;
+
+/// Squared distance from row q of `queries` to the point at position i of
+/// the tree.
+template <class Tree, class QV>
+KOKKOS_FORCEINLINE_FUNCTION typename Tree::coordinate_type
+bucket_sq_distance(Tree const& tree, QV const& queries, std::int64_t q, typename Tree::index_type i) {
+  using T = typename Tree::coordinate_type;
+  int const dim = tree.dim();
+  T s = T(0);
+  for (int d = 0; d < dim; ++d) {
+    T const t = T(queries(q, d)) - tree.coord(i, d);
+    s = d == 0 ? backend::mul_rn(t, t) : backend::add_rn(s, backend::mul_rn(t, t));
+  }
+  return s;
+}
+
+/// Squared distance from row q of `queries` to node s's box (0 inside).
+template <class Tree, class QV>
+KOKKOS_FORCEINLINE_FUNCTION typename Tree::coordinate_type
+bucket_box_distance(Tree const& tree, QV const& queries, std::int64_t q, typename Tree::index_type s) {
+  using T = typename Tree::coordinate_type;
+  int const dim = tree.dim();
+  T r = T(0);
+  for (int d = 0; d < dim; ++d) {
+    T const x = T(queries(q, d));
+    T const lo = tree.lo(s, d), hi = tree.hi(s, d);
+    T const t = x < lo ? x - lo : x > hi ? x - hi : T(0);
+    r = d == 0 ? backend::mul_rn(t, t) : backend::add_rn(r, backend::mul_rn(t, t));
+  }
+  return r;
+}
+
+/// Walks `tree` for row q of `queries`, showing the visitor (see
+/// walks/common.hpp) every point of every leaf within its reach.
+template <class Tree, class QV, class Visitor>
+KOKKOS_FUNCTION void traverse_box_stack(Tree const& tree, QV const& queries, std::int64_t q, Visitor& visitor) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  if (tree.node_count() == 0) return;
+  struct Entry {
+    Index node;
+    T lb;
+  } stack[box_stack_capacity];
+  int top = 0;
+  stack[top++] = Entry{Index(0), bucket_box_distance(tree, queries, q, Index(0))};
+  while (top > 0) {
+    Entry e = stack[--top];
+    if (e.lb > visitor.bound()) continue;
+    while (true) {
+      auto const node = tree.node(e.node);
+      if (node.is_leaf()) {
+        for (Index i = node.begin; i < node.end; ++i) {
+          visitor.visit(tree.original_index(i), bucket_sq_distance(tree, queries, q, i));
+          if (visitor.done()) return;
+        }
+        break;
+      }
+      T const ll = bucket_box_distance(tree, queries, q, node.left);
+      T const lr = bucket_box_distance(tree, queries, q, node.right);
+      bool const left_first = ll <= lr;
+      Entry const near{left_first ? node.left : node.right, left_first ? ll : lr};
+      Entry const far{left_first ? node.right : node.left, left_first ? lr : ll};
+      if (far.lb <= visitor.bound()) stack[top++] = far;
+      if (near.lb > visitor.bound()) break;
+      e = near;
+    }
+  }
+}
+
+} // namespace kdforge::kernels

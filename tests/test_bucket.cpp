@@ -1,0 +1,335 @@
+// Bucket k-d trees (Hu, Nooshabadi & Ahmadi 2015) with run-time dimension:
+// the breadth-first builder's tree checked node by node (ranges nest,
+// buckets hold at most B points, boxes are the exact boxes of their points,
+// split planes separate the children, the height stays bounded), every
+// query equal to brute force for D from 1 to 1000, float and double, both
+// layouts, 32- and 64-bit indices, identical trees and answers on every
+// backend, and bad input refused with a clear error.
+#include "test_helpers.hpp"
+
+#include <kdforge/kdforge.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace kdforge;
+using test::to_host;
+
+namespace {
+
+enum class Data { uniform, clustered, duplicates, identical, one_axis, manifold };
+
+char const* name(Data d) {
+  switch (d) {
+  case Data::uniform: return "uniform";
+  case Data::clustered: return "clustered";
+  case Data::duplicates: return "duplicates";
+  case Data::identical: return "identical";
+  case Data::one_axis: return "one_axis";
+  case Data::manifold: return "manifold";
+  }
+  return "?";
+}
+
+// n x dim, row-major
+template <class T>
+std::vector<T> make_rows(std::size_t n, int dim, Data data, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::normal_distribution<double> g(0.0, 1.0);
+  std::vector<T> x(n * std::size_t(dim));
+  std::vector<double> centers(8 * std::size_t(dim));
+  for (auto& c : centers) c = u(rng);
+  std::vector<double> basis(4 * std::size_t(dim)); // a 4-D subspace, for `manifold`
+  for (auto& b : basis) b = g(rng) / std::sqrt(double(dim));
+  for (std::size_t i = 0; i < n; ++i) {
+    double t[4] = {u(rng), u(rng), u(rng), u(rng)};
+    std::size_t const c = rng() % 8;
+    for (int d = 0; d < dim; ++d) {
+      double v = 0;
+      switch (data) {
+      case Data::uniform: v = u(rng); break;
+      case Data::clustered: v = centers[c * dim + d] + 0.01 * g(rng); break;
+      case Data::duplicates: v = double(rng() % 5) / 5.0; break;
+      case Data::identical: v = 0.25; break;
+      case Data::one_axis: v = d == 0 ? u(rng) : 0.5; break;
+      case Data::manifold:
+        for (int j = 0; j < 4; ++j) v += t[j] * basis[std::size_t(j) * dim + d];
+        v += 1e-3 * g(rng);
+        break;
+      }
+      x[i * std::size_t(dim) + std::size_t(d)] = T(v);
+    }
+  }
+  return x;
+}
+
+// x as an n x dim View of layout L in Exec's memory
+template <class Exec, class L, class T>
+Kokkos::View<T**, L, typename Exec::memory_space> to_view(std::vector<T> const& x, std::size_t n, int dim) {
+  Kokkos::View<T**, L, typename Exec::memory_space> v("rows", n, dim);
+  auto h = Kokkos::create_mirror_view(v);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int d = 0; d < dim; ++d) h(i, d) = x[i * std::size_t(dim) + std::size_t(d)];
+  Kokkos::deep_copy(v, h);
+  return v;
+}
+
+// squared distance summed in dimension order, as the library does
+template <class T>
+T sq_dist(T const* a, T const* b, int dim) {
+  T s = T(0);
+  for (int d = 0; d < dim; ++d) {
+    T const t = a[d] - b[d];
+    T const sq = t * t;
+    s = d == 0 ? sq : s + sq;
+  }
+  return s;
+}
+
+template <class T>
+std::vector<std::pair<T, std::int64_t>> brute(std::vector<T> const& pts, std::size_t n, T const* q, int dim,
+                                              std::size_t k, T sq_bound) {
+  std::vector<std::pair<T, std::int64_t>> all;
+  for (std::size_t i = 0; i < n; ++i) {
+    T const d2 = sq_dist(q, &pts[i * std::size_t(dim)], dim);
+    if (d2 <= sq_bound) all.push_back({d2, std::int64_t(i)});
+  }
+  std::sort(all.begin(), all.end());
+  if (all.size() > k) all.resize(k);
+  return all;
+}
+
+// The tree's invariants, node by node.
+template <class Tree, class T>
+void check_bucket_tree(Tree const& tree, std::vector<T> const& pts, std::size_t n, int dim, std::int64_t bucket) {
+  using Index = typename Tree::index_type;
+  REQUIRE(std::int64_t(tree.size()) == std::int64_t(n));
+  REQUIRE(tree.dim() == dim);
+  auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+  auto const boxes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.boxes());
+  auto const tp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.points());
+  auto const idx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.original_indices());
+  std::vector<int> seen(n, 0);
+  for (std::size_t p = 0; p < n; ++p) {
+    REQUIRE(idx(p) >= 0);
+    REQUIRE(std::size_t(idx(p)) < n);
+    ++seen[std::size_t(idx(p))];
+    for (int d = 0; d < dim; ++d) REQUIRE(tp(p, d) == pts[std::size_t(idx(p)) * dim + d]);
+  }
+  CHECK(std::count(seen.begin(), seen.end(), 1) == std::int64_t(n)); // every point once
+  if (n == 0) {
+    CHECK(tree.node_count() == 0);
+    return;
+  }
+  REQUIRE(nodes(0).begin == 0);
+  REQUIRE(std::size_t(nodes(0).end) == n);
+  std::int64_t leaves = 0;
+  // depth-first over the links: every node reached once, at a bounded depth
+  std::vector<std::pair<Index, int>> todo{{Index(0), 0}};
+  std::int64_t reached = 0;
+  int deepest = 0;
+  while (!todo.empty()) {
+    auto const [s, depth] = todo.back();
+    todo.pop_back();
+    ++reached;
+    deepest = std::max(deepest, depth);
+    auto const node = nodes(s);
+    REQUIRE(node.begin < node.end);
+    for (int d = 0; d < dim; ++d) { // the exact box of the node's points
+      T lo = std::numeric_limits<T>::infinity(), hi = -std::numeric_limits<T>::infinity();
+      for (Index p = node.begin; p < node.end; ++p) {
+        lo = std::min(lo, tp(p, d));
+        hi = std::max(hi, tp(p, d));
+      }
+      REQUIRE(boxes(s, d) == lo);
+      REQUIRE(boxes(s, dim + d) == hi);
+    }
+    if (node.is_leaf()) {
+      ++leaves;
+      CHECK(node.end - node.begin <= bucket);
+      continue;
+    }
+    CHECK(node.end - node.begin > bucket);
+    auto const l = nodes(node.left), r = nodes(node.right);
+    REQUIRE(l.begin == node.begin);
+    REQUIRE(l.end == r.begin);
+    REQUIRE(r.end == node.end);
+    int const sd = node.split_dim;
+    REQUIRE(sd >= 0);
+    REQUIRE(sd < dim);
+    for (Index p = l.begin; p < l.end; ++p) REQUIRE(tp(p, sd) <= node.split_value);
+    for (Index p = r.begin; p < r.end; ++p) REQUIRE(tp(p, sd) >= node.split_value);
+    todo.push_back({node.left, depth + 1});
+    todo.push_back({node.right, depth + 1});
+  }
+  CHECK(reached == std::int64_t(tree.node_count()));
+  CHECK(deepest == tree.height());
+  CHECK(tree.height() <= 32 + 33); // midpoint levels, then halving
+  CHECK(leaves * 2 - 1 == std::int64_t(tree.node_count()));
+}
+
+template <class Exec, class T, class Index, class L>
+void check_queries(std::size_t n, int dim, Data data, std::int64_t bucket, std::uint64_t seed) {
+  Exec exec;
+  CAPTURE(n);
+  CAPTURE(dim);
+  CAPTURE(name(data));
+  CAPTURE(bucket);
+  auto const pts = make_rows<T>(n, dim, data, seed);
+  std::size_t const m = 60;
+  auto qs = make_rows<T>(m, dim, data == Data::identical ? Data::uniform : data, seed + 1);
+  for (std::size_t i = 0; i < 10 && n > 0; ++i) // queries on data points: zero distances, ties
+    for (int d = 0; d < dim; ++d) qs[i * dim + d] = pts[(i * 7 % n) * dim + d];
+  BucketOptions bo;
+  bo.bucket_size = bucket;
+  auto const tree = build_bucket_tree<Index>(exec, to_view<Exec, L>(pts, n, dim), bo);
+  check_bucket_tree(tree, pts, n, dim, bucket);
+  auto const q = to_view<Exec, L>(qs, m, dim);
+  for (int k : {1, 4, 9, 40}) {
+    CAPTURE(k);
+    auto const r = knn(exec, tree, q, k);
+    auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+    auto const hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+    for (std::size_t i = 0; i < m; ++i) {
+      auto const ref = brute(pts, n, &qs[i * dim], dim, std::size_t(k), std::numeric_limits<T>::infinity());
+      for (int j = 0; j < k; ++j) {
+        if (std::size_t(j) < ref.size()) {
+          CHECK(hd(i, j) == ref[j].first);
+          CHECK(std::int64_t(hi(i, j)) == ref[j].second);
+        } else {
+          CHECK(hi(i, j) == Index(-1));
+          CHECK(std::isinf(hd(i, j)));
+        }
+      }
+    }
+  }
+  // closest point within a cutoff, and without
+  for (double cutoff : {std::numeric_limits<double>::infinity(), 0.3}) {
+    QueryOptions qo;
+    qo.cutoff_radius = cutoff;
+    auto const c = closest_point(exec, tree, q, qo);
+    auto const ci = to_host(c.indices);
+    auto const cd = to_host(c.sq_distances);
+    for (std::size_t i = 0; i < m; ++i) {
+      auto const ref = brute(pts, n, &qs[i * dim], dim, 1, T(cutoff) * T(cutoff));
+      if (ref.empty()) {
+        CHECK(ci[i] == Index(-1));
+      } else {
+        CHECK(cd[i] == ref[0].first);
+        CHECK(std::int64_t(ci[i]) == ref[0].second);
+      }
+    }
+  }
+  // radius: counts, sorted rows, capped rows
+  double const radius = dim <= 3 ? 0.2 : 0.2 * std::sqrt(double(dim) / 6.0);
+  T const sq_r = T(radius) * T(radius);
+  auto const counts = to_host(radius_count(exec, tree, q, radius));
+  RadiusOptions ro;
+  ro.sort = true;
+  auto const rs = radius_search(exec, tree, q, radius, ro);
+  auto const off = to_host(rs.offsets);
+  auto const ri = to_host(rs.indices);
+  auto const rd = to_host(rs.sq_distances);
+  ro.max_neighbors = 3;
+  auto const rc = radius_search(exec, tree, q, radius, ro);
+  auto const coff = to_host(rc.offsets);
+  auto const cidx = to_host(rc.indices);
+  for (std::size_t i = 0; i < m; ++i) {
+    auto const ref = brute(pts, n, &qs[i * dim], dim, n, sq_r);
+    CHECK(counts[i] == std::int64_t(ref.size()));
+    REQUIRE(off[i + 1] - off[i] == std::int64_t(ref.size()));
+    for (std::size_t j = 0; j < ref.size(); ++j) {
+      CHECK(rd[std::size_t(off[i]) + j] == ref[j].first);
+      CHECK(std::int64_t(ri[std::size_t(off[i]) + j]) == ref[j].second);
+    }
+    std::size_t const capped = std::min<std::size_t>(3, ref.size());
+    REQUIRE(coff[i + 1] - coff[i] == std::int64_t(capped));
+    for (std::size_t j = 0; j < capped; ++j) CHECK(std::int64_t(cidx[std::size_t(coff[i]) + j]) == ref[j].second);
+  }
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("bucket trees answer every query like brute force, D from 1 to 1000", Exec, KDFORGE_TEST_SPACES) {
+  for (int dim : {1, 2, 3, 7, 16, 64, 128, 512, 1000}) {
+    std::size_t const n = dim <= 16 ? 1500 : dim <= 128 ? 600 : 200;
+    for (Data data : {Data::uniform, Data::clustered, Data::duplicates, Data::manifold}) {
+      check_queries<Exec, float, std::int32_t, Kokkos::LayoutRight>(n, dim, data, 8, 100 + dim);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("bucket trees: buckets of one, double, 64-bit indices, column-major input", Exec, KDFORGE_TEST_SPACES) {
+  check_queries<Exec, float, std::int32_t, Kokkos::LayoutRight>(700, 3, Data::uniform, 1, 7);
+  check_queries<Exec, double, std::int64_t, Kokkos::LayoutLeft>(700, 5, Data::clustered, 4, 8);
+  check_queries<Exec, double, std::int32_t, Kokkos::LayoutLeft>(300, 64, Data::manifold, 16, 9);
+}
+
+TEST_CASE_TEMPLATE("bucket trees on degenerate input: copies of one point, one axis, tiny sets", Exec,
+                   KDFORGE_TEST_SPACES) {
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(9), std::size_t(1000)}) {
+    check_queries<Exec, float, std::int32_t, Kokkos::LayoutRight>(n, 3, Data::identical, 2, 11);
+    check_queries<Exec, float, std::int32_t, Kokkos::LayoutRight>(n, 4, Data::one_axis, 1, 12);
+  }
+  // exponentially spaced values: midpoints peel one point per level; the
+  // median levels must keep the height bounded
+  Exec exec;
+  std::size_t const n = 3000;
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::ldexp(1.0f, -int(i % 120)) * (1.0f + float(i / 120) * 1e-3f);
+  auto const tree = build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutRight>(x, n, 1));
+  check_bucket_tree(tree, x, n, 1, 8);
+}
+
+TEST_CASE_TEMPLATE("bucket trees are identical on every backend", Exec, KDFORGE_TEST_SPACES) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  int const dim = 24;
+  std::size_t const n = 2000;
+  auto const pts = make_rows<float>(n, dim, Data::clustered, 31);
+  auto const qs = make_rows<float>(100, dim, Data::clustered, 32);
+  auto const a = build_bucket_tree(Exec{}, to_view<Exec, Kokkos::LayoutRight>(pts, n, dim));
+  auto const b = build_bucket_tree(Host{}, to_view<Host, Kokkos::LayoutRight>(pts, n, dim));
+  CHECK(to_host(a.original_indices()) == to_host(b.original_indices()));
+  CHECK(a.node_count() == b.node_count());
+  auto const ra = knn(Exec{}, a, to_view<Exec, Kokkos::LayoutRight>(qs, 100, dim), 6);
+  auto const rb = knn(Host{}, b, to_view<Host, Kokkos::LayoutRight>(qs, 100, dim), 6);
+  auto const ia = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ra.indices);
+  auto const ib = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, rb.indices);
+  for (std::size_t i = 0; i < 100; ++i)
+    for (int j = 0; j < 6; ++j) CHECK(ia(i, j) == ib(i, j));
+}
+
+TEST_CASE_TEMPLATE("bucket trees refuse bad input with a clear error", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  using MS = typename Exec::memory_space;
+  Kokkos::View<float**, Kokkos::LayoutRight, MS> none("none", 10, 0);
+  CHECK_THROWS_WITH_AS(build_bucket_tree(exec, none), doctest::Contains("D = 0"), Error);
+  auto pts = make_rows<float>(100, 6, Data::uniform, 41);
+  pts[37 * 6 + 2] = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH_AS(build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutRight>(pts, 100, 6)),
+                       doctest::Contains("point 37"), Error);
+  pts[37 * 6 + 2] = 0.5f;
+  auto const good = to_view<Exec, Kokkos::LayoutRight>(pts, 100, 6);
+  BucketOptions bo;
+  bo.bucket_size = 0;
+  CHECK_THROWS_WITH_AS(build_bucket_tree(exec, good, bo), doctest::Contains("bucket_size"), Error);
+  auto const tree = build_bucket_tree(exec, good);
+  auto qs = make_rows<float>(20, 6, Data::uniform, 42);
+  qs[5 * 6 + 4] = std::numeric_limits<float>::infinity();
+  auto const bad_q = to_view<Exec, Kokkos::LayoutRight>(qs, 20, 6);
+  CHECK_THROWS_WITH_AS(knn(exec, tree, bad_q, 3), doctest::Contains("query 5"), Error);
+  CHECK_THROWS_WITH_AS(radius_search(exec, tree, bad_q, 0.1), doctest::Contains("query 5"), Error);
+  auto const wrong_dim = to_view<Exec, Kokkos::LayoutRight>(make_rows<float>(20, 5, Data::uniform, 43), 20, 5);
+  CHECK_THROWS_WITH_AS(knn(exec, tree, wrong_dim, 3), doctest::Contains("5 coordinates"), Error);
+  CHECK_THROWS_AS(knn(exec, tree, good, 0), Error);
+  // more than the memory has, or may use: refused before it starts
+  bo.bucket_size = 8;
+  bo.memory_limit = 1000;
+  CHECK_THROWS_WITH_AS(build_bucket_tree(exec, good, bo), doctest::Contains("bytes are free"), Error);
+}
