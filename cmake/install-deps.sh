@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-dev nlohmann-json3-dev
       # the benchmark driver's baseline and the comparison report's plots (perf/)
       libnanoflann-dev python3 gnuplot-nox
+      # the descriptor benchmark's baselines (perf/descriptors; faiss on OpenBLAS, not the reference BLAS)
+      libflann-dev liblz4-dev libfaiss-dev libopenblas0-pthread
       # the API reference (cmake --build <build> --target docs)
       doxygen)
 missing=()

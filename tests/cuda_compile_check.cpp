@@ -1,6 +1,6 @@
 // Compiled (not run) by the test command on machines without a GPU, beside
 // the benchmark driver: instantiates for Kokkos::Cuda what the driver does
-// not (median and bucket trees, 64-bit indices, double, approximate kNN,
+// not (median and bucket trees, 64-bit indices, double, approximate kNN, brute force,
 // the workspace overloads), so CUDA code cannot rot where the full Cuda
 // suite is not built (tests/run-tests.sh, KDFORGE_CUDA=auto).
 #include <kdforge/kdforge.hpp>
@@ -28,6 +28,11 @@ void instantiate() {
   kdforge::closest_point(exec, bt, qrows);
   kdforge::radius_count(exec, bt, qrows, 0.1);
   kdforge::radius_search(exec, bt, qrows, 0.1);
+  kdforge::knn_approximate(exec, bt, qrows, 4);
+  kdforge::ApproximateOptions big_queue;
+  big_queue.queue_capacity = 100;
+  kdforge::knn_approximate(exec, bt, qrows, 40, big_queue);
+  kdforge::knn_brute_force<Index>(exec, rows, qrows, 4);
 }
 } // namespace
 

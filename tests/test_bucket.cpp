@@ -3,8 +3,10 @@
 // buckets hold at most B points, boxes are the exact boxes of their points,
 // split planes separate the children, the height stays bounded), every
 // query equal to brute force for D from 1 to 1000, float and double, both
-// layouts, 32- and 64-bit indices, identical trees and answers on every
-// backend, and bad input refused with a clear error.
+// layouts, 32- and 64-bit indices, by the tree walk and by brute force,
+// identical trees and answers on every backend, and bad input refused with
+// a clear error. Approximate searches (leaf budget, (1 + eps), bounded
+// queue), self-queries and the brute force on its own.
 #include "test_helpers.hpp"
 
 #include <kdforge/kdforge.hpp>
@@ -191,9 +193,13 @@ void check_queries(std::size_t n, int dim, Data data, std::int64_t bucket, std::
   auto const tree = build_bucket_tree<Index>(exec, to_view<Exec, L>(pts, n, dim), bo);
   check_bucket_tree(tree, pts, n, dim, bucket);
   auto const q = to_view<Exec, L>(qs, m, dim);
-  for (int k : {1, 4, 9, 40}) {
+  for (int k : {1, 4, 9, 40})
+  for (KnnStrategy strategy : {KnnStrategy::automatic, KnnStrategy::tree, KnnStrategy::brute_force}) {
     CAPTURE(k);
-    auto const r = knn(exec, tree, q, k);
+    CAPTURE(int(strategy));
+    QueryOptions so;
+    so.strategy = strategy;
+    auto const r = knn(exec, tree, q, k, so);
     auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
     auto const hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
     for (std::size_t i = 0; i < m; ++i) {
@@ -210,9 +216,11 @@ void check_queries(std::size_t n, int dim, Data data, std::int64_t bucket, std::
     }
   }
   // closest point within a cutoff, and without
-  for (double cutoff : {std::numeric_limits<double>::infinity(), 0.3}) {
+  for (double cutoff : {std::numeric_limits<double>::infinity(), 0.3})
+  for (KnnStrategy strategy : {KnnStrategy::tree, KnnStrategy::brute_force}) {
     QueryOptions qo;
     qo.cutoff_radius = cutoff;
+    qo.strategy = strategy;
     auto const c = closest_point(exec, tree, q, qo);
     auto const ci = to_host(c.indices);
     auto const cd = to_host(c.sq_distances);
@@ -332,4 +340,194 @@ TEST_CASE_TEMPLATE("bucket trees refuse bad input with a clear error", Exec, KDF
   bo.bucket_size = 8;
   bo.memory_limit = 1000;
   CHECK_THROWS_WITH_AS(build_bucket_tree(exec, good, bo), doctest::Contains("bytes are free"), Error);
+}
+
+// Neighbours reported must be real: distinct indices, the distance the
+// index has, ascending.
+template <class T, class HI, class HD>
+void check_rows_are_real(std::vector<T> const& pts, std::vector<T> const& qs, int dim, std::size_t m, int k, HI const& hi,
+                         HD const& hd) {
+  for (std::size_t i = 0; i < m; ++i) {
+    std::vector<std::int64_t> row;
+    for (int j = 0; j < k; ++j) {
+      if (hi(i, j) < 0) {
+        CHECK(std::isinf(hd(i, j)));
+        continue;
+      }
+      row.push_back(std::int64_t(hi(i, j)));
+      CHECK(hd(i, j) == sq_dist(&qs[i * dim], &pts[std::size_t(hi(i, j)) * dim], dim));
+      if (j > 0) CHECK(hd(i, j - 1) <= hd(i, j));
+    }
+    std::sort(row.begin(), row.end());
+    CHECK(std::adjacent_find(row.begin(), row.end()) == row.end());
+  }
+}
+
+TEST_CASE_TEMPLATE("bucket trees: approximate kNN by best-first search, exact without limits", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  for (int dim : {3, 16, 128}) {
+    CAPTURE(dim);
+    std::size_t const n = dim <= 16 ? 3000 : 800, m = 50;
+    auto const pts = make_rows<float>(n, dim, Data::manifold, 200 + dim);
+    auto const qs = make_rows<float>(m, dim, Data::manifold, 300 + dim);
+    auto const tree = build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutRight>(pts, n, dim));
+    auto const q = to_view<Exec, Kokkos::LayoutRight>(qs, m, dim);
+    for (int k : {1, 5, 12, 40}) {
+      CAPTURE(k);
+      // unlimited: no budget, eps 0, a queue that cannot fill (>= the nodes)
+      ApproximateOptions unlimited;
+      unlimited.queue_capacity = int(tree.node_count()) + 1;
+      auto const r = knn_approximate(exec, tree, q, k, unlimited);
+      auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+      auto const hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+      // eps: the j-th distance within (1 + eps) of the true j-th
+      ApproximateOptions loose = unlimited;
+      loose.eps = 0.5;
+      auto const e = knn_approximate(exec, tree, q, k, loose);
+      auto const ei = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, e.indices);
+      auto const ed = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, e.sq_distances);
+      // a budget of two buckets and a small queue: fewer exact answers, but
+      // every one reported is a real neighbour, no index twice
+      ApproximateOptions tight;
+      tight.max_leaves = 2;
+      tight.queue_capacity = 4;
+      auto const t = knn_approximate(exec, tree, q, k, tight);
+      auto const ti = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, t.indices);
+      auto const td = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, t.sq_distances);
+      for (std::size_t i = 0; i < m; ++i) {
+        auto const ref = brute(pts, n, &qs[i * dim], dim, std::size_t(k), std::numeric_limits<float>::infinity());
+        for (int j = 0; j < k; ++j) {
+          CHECK(hd(i, j) == ref[std::size_t(j)].first);
+          CHECK(std::int64_t(hi(i, j)) == ref[std::size_t(j)].second);
+          CHECK(ei(i, j) >= 0);
+          CHECK(double(ed(i, j)) <= 2.25 * double(ref[std::size_t(j)].first) * (1 + 1e-6) + 1e-30);
+        }
+      }
+      check_rows_are_real(pts, qs, dim, m, k, ei, ed);
+      check_rows_are_real(pts, qs, dim, m, k, ti, td);
+    }
+  }
+  // bad options
+  auto const pts = make_rows<float>(100, 4, Data::uniform, 5);
+  auto const tree = build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutRight>(pts, 100, 4));
+  ApproximateOptions bad;
+  bad.eps = -0.1;
+  CHECK_THROWS_WITH_AS(knn_approximate(exec, tree, to_view<Exec, Kokkos::LayoutRight>(pts, 100, 4), 3, bad),
+                       doctest::Contains("eps"), Error);
+}
+
+TEST_CASE_TEMPLATE("bucket trees and brute force: self-queries leave each point out of its own row", Exec,
+                   KDFORGE_TEST_SPACES) {
+  Exec exec;
+  int const dim = 10;
+  std::size_t const n = 900;
+  auto pts = make_rows<double>(n, dim, Data::clustered, 61);
+  for (int d = 0; d < dim; ++d) pts[7 * dim + d] = pts[3 * dim + d]; // a duplicate stays a neighbour of its twin
+  auto const p = to_view<Exec, Kokkos::LayoutLeft>(pts, n, dim);
+  auto const tree = build_bucket_tree(exec, p);
+  int const k = 5;
+  QueryOptions qo;
+  qo.exclude_self = true;
+  ApproximateOptions ao;
+  ao.exclude_self = true;
+  ao.queue_capacity = 10000;
+  BruteForceOptions bo;
+  bo.exclude_self = true;
+  for (KnnStrategy strategy : {KnnStrategy::tree, KnnStrategy::brute_force}) {
+    qo.strategy = strategy;
+    auto const r = knn(exec, tree, p, k, qo);
+    auto const c = closest_point(exec, tree, p, qo);
+    auto const a = knn_approximate(exec, tree, p, k, ao);
+    auto const b = knn_brute_force(exec, p, p, k, bo);
+    auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+    auto const ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.indices);
+    auto const bi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.indices);
+    auto const ci = to_host(c.indices);
+    for (std::size_t i = 0; i < n; ++i) {
+      // the reference: all points but i
+      std::vector<std::pair<double, std::int64_t>> all;
+      for (std::size_t j = 0; j < n; ++j)
+        if (j != i) all.push_back({sq_dist(&pts[i * dim], &pts[j * dim], dim), std::int64_t(j)});
+      std::sort(all.begin(), all.end());
+      for (int j = 0; j < k; ++j) {
+        CHECK(std::int64_t(hi(i, j)) == all[std::size_t(j)].second);
+        CHECK(std::int64_t(ai(i, j)) == all[std::size_t(j)].second);
+        CHECK(std::int64_t(bi(i, j)) == all[std::size_t(j)].second);
+      }
+      CHECK(std::int64_t(ci[i]) == all[0].second);
+    }
+    CHECK(hi(3, 0) == 7);
+    CHECK(hi(7, 0) == 3);
+  }
+  // the queries must be the points
+  auto const fewer = to_view<Exec, Kokkos::LayoutLeft>(pts, n - 1, dim);
+  CHECK_THROWS_WITH_AS(knn(exec, tree, fewer, k, qo), doctest::Contains("exclude_self"), Error);
+  CHECK_THROWS_WITH_AS(knn_brute_force(exec, p, fewer, k, bo), doctest::Contains("exclude_self"), Error);
+}
+
+TEST_CASE_TEMPLATE("knn_brute_force equals the reference for any dimension, layout and k", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  for (int dim : {1, 3, 31, 33, 100, 513}) { // around the kernel's chunks of 16 and 32 dimensions
+    for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(63), std::size_t(130)}) {
+      CAPTURE(dim);
+      CAPTURE(n);
+      std::size_t const m = 70; // more than one team of queries, a partial last one
+      auto const pts = make_rows<float>(n, dim, Data::duplicates, 500 + dim);
+      auto const qs = make_rows<float>(m, dim, Data::uniform, 600 + dim);
+      auto const p = to_view<Exec, Kokkos::LayoutLeft>(pts, n, dim);
+      auto const q = to_view<Exec, Kokkos::LayoutRight>(qs, m, dim);
+      for (int k : {1, 7, 64, 200}) {
+        CAPTURE(k);
+        auto const r = knn_brute_force<std::int64_t>(exec, p, q, k);
+        auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+        auto const hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+        for (std::size_t i = 0; i < m; ++i) {
+          auto const ref = brute(pts, n, &qs[i * dim], dim, std::size_t(k), std::numeric_limits<float>::infinity());
+          for (int j = 0; j < k; ++j) {
+            if (std::size_t(j) < ref.size()) {
+              CHECK(hd(i, j) == ref[std::size_t(j)].first);
+              CHECK(hi(i, j) == ref[std::size_t(j)].second);
+            } else {
+              CHECK(hi(i, j) == -1);
+              CHECK(std::isinf(hd(i, j)));
+            }
+          }
+        }
+      }
+    }
+  }
+  // a cutoff, and bad input
+  auto pts = make_rows<double>(50, 8, Data::uniform, 7);
+  BruteForceOptions bo;
+  bo.cutoff_radius = 0.5;
+  auto const p = to_view<Exec, Kokkos::LayoutRight>(pts, 50, 8);
+  auto const r = knn_brute_force(exec, p, p, 50, bo);
+  auto const hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+  for (int i = 0; i < 50; ++i)
+    for (int j = 0; j < 50; ++j) CHECK((std::isinf(hd(i, j)) || hd(i, j) <= 0.25));
+  CHECK_THROWS_AS(knn_brute_force(exec, p, p, 0), Error);
+  auto const other = to_view<Exec, Kokkos::LayoutRight>(make_rows<double>(5, 7, Data::uniform, 8), 5, 7);
+  CHECK_THROWS_WITH_AS(knn_brute_force(exec, p, other, 2), doctest::Contains("7"), Error);
+  pts[11 * 8 + 3] = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH_AS(knn_brute_force(exec, to_view<Exec, Kokkos::LayoutRight>(pts, 50, 8), p, 2),
+                       doctest::Contains("point 11"), Error);
+}
+
+TEST_CASE_TEMPLATE("options only bucket trees have are refused on other trees", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  using MS = typename Exec::memory_space;
+  Kokkos::View<Point<float, 3>*, MS> pts("pts", 100);
+  auto h = Kokkos::create_mirror_view(pts);
+  for (int i = 0; i < 100; ++i) h(i) = Point<float, 3>{{float(i % 7), float(i % 11), float(i % 13)}};
+  Kokkos::deep_copy(pts, h);
+  auto const tree = build_left_balanced(exec, pts);
+  QueryOptions qo;
+  qo.strategy = KnnStrategy::brute_force;
+  CHECK_THROWS_WITH_AS(knn(exec, tree, pts, 3, qo), doctest::Contains("knn_brute_force"), Error);
+  qo.strategy = KnnStrategy::automatic;
+  qo.exclude_self = true;
+  CHECK_THROWS_WITH_AS(closest_point(exec, tree, pts, qo), doctest::Contains("bucket trees"), Error);
+  ApproximateOptions ao;
+  ao.exclude_self = true;
+  CHECK_THROWS_WITH_AS(knn_approximate(exec, tree, pts, 3, ao), doctest::Contains("bucket trees"), Error);
 }

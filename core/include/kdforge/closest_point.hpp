@@ -29,9 +29,22 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
     detail::ensure_extents(out.indices, "kdforge::closest::indices", m);
     detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
     using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
-    detail::run_bucket_knn(exec, tree, queries, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff);
+    detail::check_self_queries(tree, queries, options.exclude_self, "closest_point");
+    if (detail::use_brute_force(exec, tree, queries, 1, options.strategy)) {
+      KnnResultFor<Exec, Tree> rows{Kokkos::View<typename Tree::index_type**, Kokkos::LayoutRight, typename Exec::memory_space>(
+                                        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::closest::rows"), m, 1),
+                                    Kokkos::View<typename Tree::coordinate_type**, Kokkos::LayoutRight, typename Exec::memory_space>(
+                                        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::closest::rows"), m, 1)};
+      detail::run_bucket_brute_knn(exec, tree, queries, 1, rows, sq_cutoff, options.exclude_self);
+      Kokkos::deep_copy(exec, out.indices, Kokkos::subview(rows.indices, Kokkos::ALL, 0));
+      Kokkos::deep_copy(exec, out.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
+    } else {
+      detail::run_bucket_knn(exec, tree, queries, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff,
+                             options.exclude_self);
+    }
     (void)workspace;
   } else {
+    detail::refuse_bucket_only_options(options, "closest_point");
     auto const walk = detail::make_walk<Exec>(options, "closest_point");
     auto q = detail::query_points<Exec, Tree>(exec, queries);
     std::int64_t const m = std::int64_t(q.extent(0));

@@ -14,5 +14,6 @@
 #include <kdforge/closest_point.hpp>
 #include <kdforge/knn.hpp>
 #include <kdforge/knn_approximate.hpp>
+#include <kdforge/knn_brute_force.hpp>
 #include <kdforge/radius.hpp>
 #include <kdforge/trees.hpp>

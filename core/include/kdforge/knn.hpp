@@ -21,7 +21,10 @@ namespace kdforge {
 /// when they already are M x k and replaced otherwise; with the same
 /// `workspace` too, a loop of same-sized queries allocates nothing.
 /// Asynchronous: fence `exec` before reading the results on the host. On a
-/// BucketTree the queries are an M x D View (see build_bucket_tree.hpp).
+/// BucketTree the queries are an M x D View (see build_bucket_tree.hpp),
+/// answered by a walk or by brute force (QueryOptions::strategy), and
+/// self-queries may leave each point out of its own row
+/// (QueryOptions::exclude_self).
 template <class Exec, class Tree, class Queries>
 void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
          QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
@@ -34,9 +37,14 @@ void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnR
     std::int64_t const m = std::int64_t(queries.extent(0));
     detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
     detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
-    detail::run_bucket_knn(exec, tree, queries, k, out, sq_cutoff);
+    detail::check_self_queries(tree, queries, options.exclude_self, "knn");
+    if (detail::use_brute_force(exec, tree, queries, k, options.strategy))
+      detail::run_bucket_brute_knn(exec, tree, queries, k, out, sq_cutoff, options.exclude_self);
+    else
+      detail::run_bucket_knn(exec, tree, queries, k, out, sq_cutoff, options.exclude_self);
     (void)workspace;
   } else {
+    detail::refuse_bucket_only_options(options, "knn");
     auto const walk = detail::make_walk<Exec>(options, "knn");
     auto q = detail::query_points<Exec, Tree>(exec, queries);
     std::int64_t const m = std::int64_t(q.extent(0));

@@ -81,6 +81,21 @@ inline constexpr int automatic_bucket_levels = -1;
 /// walks (32 bytes each for k = 1, float; ~100 for k = 8).
 inline constexpr int automatic_regroup = -1;
 
+/// How an exact kNN or closest-point query on a bucket tree
+/// (build_bucket_tree) finds its answer. Either way the answer is the same,
+/// ties and rounding included.
+enum class KnnStrategy {
+  /// The tree in 1 to 3 dimensions. Above: on GPUs brute force from 9
+  /// dimensions on (a thread-per-query walk of high-dimensional rows was
+  /// slower than brute force at every size measured); on CPUs a sample of
+  /// the queries walks the tree first, and brute force answers when the
+  /// walks look at more than a tenth of the points (uniform data in many
+  /// dimensions, where no tree prunes).
+  automatic,
+  tree,        ///< walk the tree (best for low intrinsic dimension)
+  brute_force, ///< every query against every point, in tiles (kernels/query/brute_force.hpp)
+};
+
 struct QueryOptions {
   /// Only neighbours with distance <= cutoff_radius are reported (not squared).
   double cutoff_radius = std::numeric_limits<double>::infinity();
@@ -94,6 +109,14 @@ struct QueryOptions {
   /// false skips it and leaves the call asynchronous (fence the execution
   /// space before reading the results), for queries known to be finite.
   bool check_queries = true;
+  /// Bucket trees: tree walk or brute force (see KnnStrategy). Other trees
+  /// always walk and refuse KnnStrategy::brute_force.
+  KnnStrategy strategy = KnnStrategy::automatic;
+  /// Self-queries: the queries are the tree's points in the caller's order
+  /// (row i of the queries is point i), and row i leaves point i out of its
+  /// answer (its other copies, if the points repeat, stay in). Bucket trees
+  /// only; other trees refuse it.
+  bool exclude_self = false;
 };
 
 struct RadiusOptions {
@@ -127,8 +150,16 @@ struct ApproximateOptions {
   /// registers/local memory; larger queues use a scratch View of
   /// (queries in flight) x Q entries, processed in batches of bounded memory.
   int queue_capacity = 32;
-  /// Stop each query after this many leaves (0: no limit).
+  /// Stop each query after this many leaves (0: no limit). On bucket trees
+  /// a leaf is a bucket, searched nearest box first: FLANN's "checks".
   std::int64_t max_leaves = 0;
+  /// (1 + eps)-approximate search (eps >= 0): a branch is skipped once its
+  /// distance exceeds the k-th distance found so far divided by (1 + eps),
+  /// so the j-th neighbour reported is within (1 + eps) of the true j-th
+  /// distance, when the queue and max_leaves do not cut the search first.
+  double eps = 0.0;
+  /// As QueryOptions::exclude_self (bucket trees only).
+  bool exclude_self = false;
   /// Only neighbours with distance <= cutoff_radius are reported (not squared).
   double cutoff_radius = std::numeric_limits<double>::infinity();
   QueryOrder order = QueryOrder::automatic;

@@ -6,6 +6,7 @@
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/kernels/common/points.hpp>
+#include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/launch.hpp>
 #include <kdforge/kernels/trees/level_order.hpp>
 
@@ -89,6 +90,34 @@ template <class Exec, class Tree>
 void check_tree_space(char const*) {
   static_assert(std::is_same<typename Exec::memory_space, typename Tree::memory_space>::value,
                 "kdforge: the tree lives in another memory space than the execution space's");
+}
+
+/// Options only bucket trees have, refused on the others with a clear error.
+template <class Options>
+void refuse_bucket_only_options(Options const& o, char const* where) {
+  if constexpr (std::is_same<Options, QueryOptions>::value)
+    KDFORGE_REQUIRE(o.strategy != KnnStrategy::brute_force, where,
+                    "KnnStrategy::brute_force answers queries on bucket trees (build_bucket_tree); for any points, "
+                    "call knn_brute_force");
+  KDFORGE_REQUIRE(!o.exclude_self, where, "exclude_self is offered on bucket trees (build_bucket_tree) only");
+}
+
+/// exclude_self: the queries must be the tree's points, one row each.
+template <class Tree, class QV>
+void check_self_queries(Tree const& tree, QV const& q, bool exclude_self, char const* where) {
+  if (!exclude_self) return;
+  KDFORGE_REQUIRE(std::int64_t(q.extent(0)) == std::int64_t(tree.size()), where,
+                  "exclude_self: the queries must be the tree's points in the caller's order (one row per point: ",
+                  tree.size(), " rows), got ", q.extent(0), " rows");
+}
+
+/// Whether a kNN or closest-point call on a bucket tree answers by brute
+/// force (KnnStrategy; the automatic choice samples the walks).
+template <class Exec, class Tree, class QV>
+bool use_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k, KnnStrategy s) {
+  if (s == KnnStrategy::brute_force) return true;
+  if (s == KnnStrategy::tree) return false;
+  return choose_brute_force(exec, tree, q, k);
 }
 
 } // namespace kdforge::detail

@@ -34,6 +34,7 @@ struct ApproxKnnFunctor {
   T sq_cutoff;
   int queue_capacity;
   std::int64_t max_leaves;
+  T scale; ///< (1 + eps)^2
   QueueView queue; ///< used when QCAP == 0
   std::int64_t first; ///< batch offset
 
@@ -41,10 +42,10 @@ struct ApproxKnnFunctor {
   KOKKOS_FORCEINLINE_FUNCTION void search(std::int64_t i, std::int64_t qi, Cand& cand) const {
     if constexpr (QCAP > 0) {
       kernels::MinMaxHeap<B, kernels::LocalStorage<B, QCAP>> heap(kernels::LocalStorage<B, QCAP>{}, queue_capacity);
-      kernels::priority_search(tree, queries(qi), cand, heap, max_leaves);
+      kernels::priority_search(tree, queries(qi), cand, heap, max_leaves, scale);
     } else {
       kernels::MinMaxHeap<B, kernels::QueueRow<QueueView>> heap(kernels::QueueRow<QueueView>{queue, i - first}, queue_capacity);
-      kernels::priority_search(tree, queries(qi), cand, heap, max_leaves);
+      kernels::priority_search(tree, queries(qi), cand, heap, max_leaves, scale);
     }
   }
 
@@ -72,9 +73,10 @@ void run_approx_knn(Exec const& exec, Tree const& tree, QV const& q, OV const& o
   using QueueView = Kokkos::View<kernels::PendingBranch<T, Index>**, Kokkos::LayoutLeft, typename Exec::memory_space>;
   using F = ApproxKnnFunctor<Tree, QV, OV, Result, CAP, QCAP, QueueView>;
   std::int64_t const m = std::int64_t(q.extent(0));
+  T const scale = T((1.0 + o.eps) * (1.0 + o.eps));
   if constexpr (QCAP > 0) {
     Kokkos::parallel_for("kdforge::knn_approximate", QueryPolicy<Exec>(exec, 0, m),
-                         F{tree, q, order, res, k, sq_cutoff, o.queue_capacity, o.max_leaves, {}, 0});
+                         F{tree, q, order, res, k, sq_cutoff, o.queue_capacity, o.max_leaves, scale, {}, 0});
   } else {
     // At most ~256 MiB of queues at a time. LayoutLeft: on GPUs neighbouring
     // threads touch neighbouring addresses for the same heap slot.
@@ -84,7 +86,7 @@ void run_approx_knn(Exec const& exec, Tree const& tree, QV const& q, OV const& o
     for (std::int64_t b = 0; b < m; b += batch) {
       std::int64_t const e = std::min(m, b + batch);
       Kokkos::parallel_for("kdforge::knn_approximate", QueryPolicy<Exec>(exec, b, e),
-                           F{tree, q, order, res, k, sq_cutoff, o.queue_capacity, o.max_leaves, queue, b});
+                           F{tree, q, order, res, k, sq_cutoff, o.queue_capacity, o.max_leaves, scale, queue, b});
     }
   }
 }

@@ -11,11 +11,14 @@
 #include <kdforge/kernels/query/launch.hpp>
 #include <kdforge/kernels/query/radius.hpp>
 #include <kdforge/kernels/query/rows.hpp>
+#include <kdforge/kernels/query/brute_force.hpp>
+#include <kdforge/kernels/query/walks/box_best_first.hpp>
 #include <kdforge/kernels/query/walks/box_stack.hpp>
 #include <kdforge/kernels/trees/bucket_tree.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -64,6 +67,32 @@ void check_bucket_queries(Exec const& exec, Tree const& tree, QV const& q, char 
                 "or replace it by a finite one)");
 }
 
+/// A visitor that hides one index from the visitor it wraps: query i of a
+/// self-query (the queries are the tree's points) leaving point i out.
+template <class V, class Index>
+struct SkipIndex {
+  V& v;
+  Index skip;
+  KOKKOS_FORCEINLINE_FUNCTION auto bound() const { return v.bound(); }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return v.done(); }
+  template <class T>
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index i, T d2) {
+    if (i != skip) v.visit(i, d2);
+  }
+};
+
+/// Runs walk(visitor) with the candidates, or with them behind SkipIndex
+/// when query qi must not find point qi.
+template <class Cand, class Walk>
+KOKKOS_FORCEINLINE_FUNCTION void walk_maybe_skipping(Cand& cand, bool skip_self, std::int64_t qi, Walk const& walk) {
+  if (skip_self) {
+    SkipIndex<Cand, typename Cand::index_type> v{cand, typename Cand::index_type(qi)};
+    walk(v);
+  } else {
+    walk(cand);
+  }
+}
+
 template <class Tree, class QV, class Result, int CAP>
 struct BucketKnnFunctor {
   using T = typename Tree::coordinate_type;
@@ -72,9 +101,10 @@ struct BucketKnnFunctor {
   Result res;
   int k;
   T sq_cutoff;
+  bool skip_self;
   KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
-    kernels::traverse_box_stack(tree, queries, qi, cand);
+    walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_stack(tree, queries, qi, v); });
     write_sorted_row(res, qi, cand, k);
   }
 };
@@ -87,30 +117,204 @@ struct BucketKnnHeapFunctor {
   Result res;
   int k;
   T sq_cutoff;
+  bool skip_self;
   KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
     using IR = Row<decltype(res.indices)>;
     using DR = Row<decltype(res.sq_distances)>;
     kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
-    kernels::traverse_box_stack(tree, queries, qi, cand);
+    walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_stack(tree, queries, qi, v); });
     finish_heap_row(res, qi, cand, k);
   }
 };
 
-/// kNN (or closest point: Result a ColumnResult, k = 1) on a bucket tree.
+/// kNN (or closest point: Result a ColumnResult, k = 1) on a bucket tree,
+/// walking it.
 template <class Exec, class Tree, class QV, class Result>
 void run_bucket_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
-                    typename Tree::coordinate_type sq_cutoff) {
+                    typename Tree::coordinate_type sq_cutoff, bool skip_self = false) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
   Region region("kdforge::knn");
   QueryPolicy<Exec> policy(exec, 0, m);
   constexpr bool column = is_column_result<Result>::value;
   if (k == 1) {
-    Kokkos::parallel_for("kdforge::knn::bucket_k1", policy, BucketKnnFunctor<Tree, QV, Result, 1>{tree, q, res, k, sq_cutoff});
+    Kokkos::parallel_for("kdforge::knn::bucket_k1", policy, BucketKnnFunctor<Tree, QV, Result, 1>{tree, q, res, k, sq_cutoff, skip_self});
   } else if constexpr (!column) {
-    if (k <= 8) Kokkos::parallel_for("kdforge::knn::bucket_k8", policy, BucketKnnFunctor<Tree, QV, Result, 8>{tree, q, res, k, sq_cutoff});
-    else if (k <= 32) Kokkos::parallel_for("kdforge::knn::bucket_k32", policy, BucketKnnFunctor<Tree, QV, Result, 32>{tree, q, res, k, sq_cutoff});
-    else Kokkos::parallel_for("kdforge::knn::bucket_heap", policy, BucketKnnHeapFunctor<Tree, QV, Result>{tree, q, res, k, sq_cutoff});
+    if (k <= 8) Kokkos::parallel_for("kdforge::knn::bucket_k8", policy, BucketKnnFunctor<Tree, QV, Result, 8>{tree, q, res, k, sq_cutoff, skip_self});
+    else if (k <= 32) Kokkos::parallel_for("kdforge::knn::bucket_k32", policy, BucketKnnFunctor<Tree, QV, Result, 32>{tree, q, res, k, sq_cutoff, skip_self});
+    else Kokkos::parallel_for("kdforge::knn::bucket_heap", policy, BucketKnnHeapFunctor<Tree, QV, Result>{tree, q, res, k, sq_cutoff, skip_self});
+  }
+}
+
+/// Counts the points a visitor is shown, for the strategy's cost model.
+template <class V>
+struct CountingVisitor {
+  V& v;
+  std::int64_t count = 0;
+  KOKKOS_FORCEINLINE_FUNCTION auto bound() const { return v.bound(); }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return v.done(); }
+  template <class Index, class T>
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index i, T d2) {
+    ++count;
+    v.visit(i, d2);
+  }
+};
+
+template <class Tree, class QV>
+struct BucketVisitSample {
+  using T = typename Tree::coordinate_type;
+  Tree tree;
+  QV queries;
+  int k;
+  std::int64_t stride;
+  KOKKOS_FUNCTION void operator()(std::int64_t s, std::int64_t& visited) const {
+    std::int64_t const qi = s * stride;
+    // k <= 32 here (larger k: the caller caps it; the count is a sample)
+    kernels::SortedCandidates<Tree, 32> cand(tree, k, infinity<T>());
+    CountingVisitor<decltype(cand)> v{cand};
+    kernels::traverse_box_stack(tree, queries, qi, v);
+    visited += v.count;
+  }
+};
+
+/// The share of the tree's points an exact kNN walk looks at, measured on
+/// up to 256 of the queries spread over the batch (a short kernel: 256
+/// walks). The strategy's cost model compares it with what brute force
+/// costs per point (see choose_brute_force).
+template <class Exec, class Tree, class QV>
+double sampled_visit_share(Exec const& exec, Tree const& tree, QV const& q, int k) {
+  std::int64_t const m = std::int64_t(q.extent(0));
+  std::int64_t const n = std::int64_t(tree.size());
+  if (m == 0 || n == 0) return 0.0;
+  std::int64_t const samples = std::min<std::int64_t>(m, 256);
+  std::int64_t visited = 0;
+  Kokkos::parallel_reduce("kdforge::knn::strategy_sample", Kokkos::RangePolicy<Exec>(exec, 0, samples),
+                          BucketVisitSample<Tree, QV>{tree, q, std::min(k, 32), m / samples}, visited);
+  return double(visited) / double(samples) / double(n);
+}
+
+/// The cost model of KnnStrategy::automatic. CPUs: brute force when an
+/// exact walk would look at more than this share of the points (a walk
+/// pays per point a bounding-box test per node on its way and a distance
+/// summed in one dependent chain, where brute force streams tiles that
+/// serve 32 to 64 queries each, its sums side by side).
+inline constexpr double brute_force_share = 0.1;
+/// GPUs: brute force above this dimension, without sampling. One thread
+/// per query walking a tree of hundreds of dimensions reads a different
+/// row than its warp's other lanes at every step; measured on an H100
+/// (docs/performance.md, "Descriptors"), the walk was slower than brute
+/// force at every size of 128-D and 512-D data even where it looked at
+/// 0.4% of the points, and 6 to 200x faster in 3-D. A sample of walks
+/// would itself cost as much as a brute-force pass there.
+inline constexpr int brute_force_min_dim_gpu = 9;
+
+template <class Exec, class Tree, class QV>
+bool choose_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k) {
+  if (tree.dim() <= 3) return false; // low dimension: trees prune nearly everything
+  if constexpr (runs_on_gpu<Exec>()) return tree.dim() >= brute_force_min_dim_gpu;
+  return sampled_visit_share(exec, tree, q, k) > brute_force_share;
+}
+
+/// Exact kNN on a bucket tree by brute force over its points: the same
+/// answers as the walk (same distances, same ties).
+template <class Exec, class Tree, class QV, class Result>
+void run_bucket_brute_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
+                          typename Tree::coordinate_type sq_cutoff, bool skip_self) {
+  Region region("kdforge::knn");
+  run_brute_knn(exec, tree.points(), tree.original_indices(), q, k, res, sq_cutoff, skip_self);
+}
+
+template <class Tree, class QV, class Result, int CAP, int QCAP, class QueueView>
+struct BucketApproxFunctor {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using B = kernels::PendingBranch<T, Index>;
+  Tree tree;
+  QV queries;
+  Result res;
+  int k;
+  T sq_cutoff;
+  int queue_capacity;
+  std::int64_t max_leaves;
+  T scale;
+  bool skip_self;
+  QueueView queue; ///< used when QCAP == 0
+  std::int64_t first; ///< batch offset
+
+  template <class Cand>
+  KOKKOS_FORCEINLINE_FUNCTION void search(std::int64_t qi, Cand& cand) const {
+    walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) {
+      if constexpr (QCAP > 0) {
+        kernels::MinMaxHeap<B, kernels::LocalStorage<B, QCAP>> heap(kernels::LocalStorage<B, QCAP>{}, queue_capacity);
+        kernels::traverse_box_best_first(tree, queries, qi, v, heap, max_leaves, scale);
+      } else {
+        kernels::MinMaxHeap<B, kernels::QueueRow<QueueView>> heap(kernels::QueueRow<QueueView>{queue, qi - first},
+                                                                  queue_capacity);
+        kernels::traverse_box_best_first(tree, queries, qi, v, heap, max_leaves, scale);
+      }
+    });
+  }
+
+  KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
+    if constexpr (CAP > 0) {
+      kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
+      search(qi, cand);
+      write_sorted_row(res, qi, cand, k);
+    } else {
+      using IR = Row<decltype(res.indices)>;
+      using DR = Row<decltype(res.sq_distances)>;
+      kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
+      search(qi, cand);
+      finish_heap_row(res, qi, cand, k);
+    }
+  }
+};
+
+template <int CAP, int QCAP, class Exec, class Tree, class QV, class Result>
+void run_bucket_approx_knn_with(Exec const& exec, Tree const& tree, QV const& q, Result const& res, int k,
+                                typename Tree::coordinate_type sq_cutoff, int queue_capacity, std::int64_t max_leaves,
+                                typename Tree::coordinate_type scale, bool skip_self) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using QueueView = Kokkos::View<kernels::PendingBranch<T, Index>**, Kokkos::LayoutLeft, typename Exec::memory_space>;
+  using F = BucketApproxFunctor<Tree, QV, Result, CAP, QCAP, QueueView>;
+  std::int64_t const m = std::int64_t(q.extent(0));
+  if constexpr (QCAP > 0) {
+    Kokkos::parallel_for("kdforge::knn_approximate::bucket", QueryPolicy<Exec>(exec, 0, m),
+                         F{tree, q, res, k, sq_cutoff, queue_capacity, max_leaves, scale, skip_self, {}, 0});
+  } else {
+    // at most ~256 MiB of queues at a time, as for level-order trees
+    std::int64_t const per_query = std::int64_t(queue_capacity) * std::int64_t(sizeof(kernels::PendingBranch<T, Index>));
+    std::int64_t const batch = std::max<std::int64_t>(1, std::min<std::int64_t>(m, (std::int64_t(256) << 20) / per_query));
+    QueueView queue(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn_approximate::queues"), batch, queue_capacity);
+    for (std::int64_t b = 0; b < m; b += batch) {
+      std::int64_t const e = std::min(m, b + batch);
+      Kokkos::parallel_for("kdforge::knn_approximate::bucket", QueryPolicy<Exec>(exec, b, e),
+                           F{tree, q, res, k, sq_cutoff, queue_capacity, max_leaves, scale, skip_self, queue, b});
+    }
+  }
+}
+
+/// Approximate kNN on a bucket tree: best-first search (Algorithm 3) with a
+/// leaf budget, a (1 + eps) bound and a bounded queue.
+template <class Exec, class Tree, class QV, class Result>
+void run_bucket_approx_knn(Exec const& exec, Tree const& tree, QV const& q, Result const& res, int k,
+                           typename Tree::coordinate_type sq_cutoff, int queue_capacity, std::int64_t max_leaves,
+                           double eps, bool skip_self) {
+  using T = typename Tree::coordinate_type;
+  if (q.extent(0) == 0) return;
+  Region region("kdforge::knn_approximate");
+  T const scale = T((1.0 + eps) * (1.0 + eps));
+  bool const local = queue_capacity <= 32;
+  if (k <= 8) {
+    if (local) run_bucket_approx_knn_with<8, 32>(exec, tree, q, res, k, sq_cutoff, queue_capacity, max_leaves, scale, skip_self);
+    else run_bucket_approx_knn_with<8, 0>(exec, tree, q, res, k, sq_cutoff, queue_capacity, max_leaves, scale, skip_self);
+  } else if (k <= 32) {
+    if (local) run_bucket_approx_knn_with<32, 32>(exec, tree, q, res, k, sq_cutoff, queue_capacity, max_leaves, scale, skip_self);
+    else run_bucket_approx_knn_with<32, 0>(exec, tree, q, res, k, sq_cutoff, queue_capacity, max_leaves, scale, skip_self);
+  } else {
+    if (local) run_bucket_approx_knn_with<0, 32>(exec, tree, q, res, k, sq_cutoff, queue_capacity, max_leaves, scale, skip_self);
+    else run_bucket_approx_knn_with<0, 0>(exec, tree, q, res, k, sq_cutoff, queue_capacity, max_leaves, scale, skip_self);
   }
 }
 

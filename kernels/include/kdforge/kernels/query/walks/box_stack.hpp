@@ -17,6 +17,7 @@
 // never exceeds the computed distance of a point in it.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/kernels/query/walks/common.hpp>
+#include <kdforge/kernels/trees/packed_node.hpp>
 #include <kdforge/kernels/trees/bucket_tree.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -60,6 +61,67 @@ bucket_box_distance(Tree const& tree, QV const& queries, std::int64_t q, typenam
   return r;
 }
 
+/// The squared distances from row q of `queries` to both children's boxes,
+/// summed side by side: two independent chains of additions, where one
+/// after the other would wait on each addition's latency.
+template <class Tree, class QV>
+KOKKOS_FORCEINLINE_FUNCTION void bucket_box_distances(Tree const& tree, QV const& queries, std::int64_t q,
+                                                      typename Tree::index_type a, typename Tree::index_type b,
+                                                      typename Tree::coordinate_type& da,
+                                                      typename Tree::coordinate_type& db) {
+  using T = typename Tree::coordinate_type;
+  int const dim = tree.dim();
+  T ra = T(0), rb = T(0);
+  for (int d = 0; d < dim; ++d) {
+    T const x = T(queries(q, d));
+    T const alo = tree.lo(a, d), ahi = tree.hi(a, d), blo = tree.lo(b, d), bhi = tree.hi(b, d);
+    // max(lo - x, x - hi, 0): the distance outside the box, without a
+    // branch per dimension (its sign does not matter once squared)
+    T const ua = alo - x, va = x - ahi, ub = blo - x, vb = x - bhi;
+    T ta = ua > va ? ua : va, tb = ub > vb ? ub : vb;
+    ta = ta > T(0) ? ta : T(0);
+    tb = tb > T(0) ? tb : T(0);
+    ra = d == 0 ? backend::mul_rn(ta, ta) : backend::add_rn(ra, backend::mul_rn(ta, ta));
+    rb = d == 0 ? backend::mul_rn(tb, tb) : backend::add_rn(rb, backend::mul_rn(tb, tb));
+  }
+  da = ra;
+  db = rb;
+}
+
+/// Shows the visitor every point of bucket [begin, end), four at a time:
+/// each distance is still summed in dimension order (the same value as
+/// bucket_sq_distance), the four side by side as independent chains.
+template <class Tree, class QV, class Visitor>
+KOKKOS_FORCEINLINE_FUNCTION bool visit_bucket(Tree const& tree, QV const& queries, std::int64_t q,
+                                              typename Tree::index_type begin, typename Tree::index_type end,
+                                              Visitor& visitor) {
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  int const dim = tree.dim();
+  Index i = begin;
+  for (; i + 4 <= end; i += 4) {
+    T s[4] = {T(0), T(0), T(0), T(0)};
+    for (int d = 0; d < dim; ++d) {
+      T const x = T(queries(q, d));
+      KDFORGE_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        T const t = x - tree.coord(i + j, d);
+        s[j] = d == 0 ? backend::mul_rn(t, t) : backend::add_rn(s[j], backend::mul_rn(t, t));
+      }
+    }
+    KDFORGE_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      visitor.visit(tree.original_index(i + j), s[j]);
+      if (visitor.done()) return true;
+    }
+  }
+  for (; i < end; ++i) {
+    visitor.visit(tree.original_index(i), bucket_sq_distance(tree, queries, q, i));
+    if (visitor.done()) return true;
+  }
+  return false;
+}
+
 /// Walks `tree` for row q of `queries`, showing the visitor (see
 /// walks/common.hpp) every point of every leaf within its reach.
 template <class Tree, class QV, class Visitor>
@@ -79,14 +141,11 @@ KOKKOS_FUNCTION void traverse_box_stack(Tree const& tree, QV const& queries, std
     while (true) {
       auto const node = tree.node(e.node);
       if (node.is_leaf()) {
-        for (Index i = node.begin; i < node.end; ++i) {
-          visitor.visit(tree.original_index(i), bucket_sq_distance(tree, queries, q, i));
-          if (visitor.done()) return;
-        }
+        if (visit_bucket(tree, queries, q, node.begin, node.end, visitor)) return;
         break;
       }
-      T const ll = bucket_box_distance(tree, queries, q, node.left);
-      T const lr = bucket_box_distance(tree, queries, q, node.right);
+      T ll, lr;
+      bucket_box_distances(tree, queries, q, node.left, node.right, ll, lr);
       bool const left_first = ll <= lr;
       Entry const near{left_first ? node.left : node.right, left_first ? ll : lr};
       Entry const far{left_first ? node.right : node.left, left_first ? lr : ll};

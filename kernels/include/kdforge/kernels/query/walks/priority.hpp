@@ -36,7 +36,7 @@ struct QueueRow {
 
 template <class Tree, class Cand, class Heap>
 KOKKOS_FUNCTION void priority_search(Tree const& tree, typename Tree::point_type const& q, Cand& cand, Heap& heap,
-                                     std::int64_t max_leaves) {
+                                     std::int64_t max_leaves, typename Tree::coordinate_type scale = 1) {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
   using B = PendingBranch<T, Index>;
@@ -47,7 +47,9 @@ KOKKOS_FUNCTION void priority_search(Tree const& tree, typename Tree::point_type
   T off0[D];
   root_offsets(q, tree.bounds(), off0);
   Index node = 0;
-  T lb = cell_distance(off0, 0, off0[0]); // q's distance to the tree's box
+  // scale = (1 + eps)^2: every bound is scaled before it meets the k-th
+  // distance, which skips branches farther than that distance / (1 + eps)
+  T lb = scale * cell_distance(off0, 0, off0[0]); // q's distance to the tree's box
   std::int64_t leaves = 0;
   while (true) {
     // descend, closer child first, queueing the farther one
@@ -61,16 +63,16 @@ KOKKOS_FUNCTION void priority_search(Tree const& tree, typename Tree::point_type
       Index const far = diff <= 0 ? 2 * node + 2 : 2 * node + 1;
       // the far side's bound: the largest of the path's bound, its cell's
       // and, where the tree has one, its box's
-      T far_lb = cell_distance(off0, dim, diff);
+      T far_lb = scale * cell_distance(off0, dim, diff);
       far_lb = far_lb > lb ? far_lb : lb;
       if (boxes.has(far)) {
-        T const bd = node_box_bound(cand, boxes, q, far).lb;
+        T const bd = scale * node_box_bound(cand, boxes, q, far).lb;
         far_lb = bd > far_lb ? bd : far_lb;
       }
       if (far < n && tree.has_node(far) && far_lb <= cand.bound()) heap.push_bounded(B{far_lb, far});
       if (!(close < n && tree.has_node(close))) break;
       if (boxes.has(close)) {
-        T const bd = node_box_bound(cand, boxes, q, close).lb;
+        T const bd = scale * node_box_bound(cand, boxes, q, close).lb;
         lb = bd > lb ? bd : lb;
       }
       node = close;
