@@ -4,12 +4,14 @@
 #include <kdforge/base/access.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
+#include <kdforge/base/ray.hpp>
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/base/version.hpp>
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/build_bucket_tree.hpp>
 #include <kdforge/build_left_balanced.hpp>
+#include <kdforge/build_sah_tree.hpp>
 #include <kdforge/build_split_sort.hpp>
 #include <kdforge/closest_point.hpp>
 #include <kdforge/knn.hpp>
