@@ -17,4 +17,5 @@
 #include <kdforge/knn.hpp>
 #include <kdforge/knn_approximate.hpp>
 #include <kdforge/radius.hpp>
+#include <kdforge/rays.hpp>
 #include <kdforge/trees.hpp>
