@@ -366,7 +366,7 @@ std::size_t check_tree(Tree const& tree, Mesh const& m) {
 
 template <class T>
 void compare_hits(std::vector<Hit<T>> const& hits, std::vector<Ray<T>> const& rays, Mesh const& m) {
-  std::size_t wrong = 0;
+  std::size_t wrong = 0, off_triangle = 0;
   for (std::size_t i = 0; i < rays.size(); ++i) {
     Hit<T> const b = brute_closest(m, rays[i]);
     Hit<T> const& h = hits[i];
@@ -377,8 +377,22 @@ void compare_hits(std::vector<Hit<T>> const& hits, std::vector<Ray<T>> const& ra
       ok = h.triangle >= 0 && std::abs(double(h.t) - double(b.t)) <= 1e-5 * (1.0 + std::abs(double(b.t)));
     if (!ok && wrong++ < 5)
       MESSAGE("ray ", i, ": tree hit ", h.triangle, " at ", h.t, ", brute force ", b.triangle, " at ", b.t);
+    if (h.triangle >= 0) { // t and (u, v) name the same point: origin + t dir = (1 - u - v) v0 + u v1 + v v2
+      double err = 0.0, scale = 1.0;
+      for (int d = 0; d < 3; ++d) {
+        double const on_ray = double(rays[i].origin[d]) + double(h.t) * double(rays[i].direction[d]);
+        double corner[3];
+        for (int k = 0; k < 3; ++k) corner[k] = double(T(m.v[3 * std::size_t(m.f[3 * std::size_t(h.triangle) + k]) + d]));
+        double const on_triangle = (1.0 - double(h.u) - double(h.v)) * corner[0] + double(h.u) * corner[1] +
+                                   double(h.v) * corner[2];
+        err = std::max(err, std::abs(on_ray - on_triangle));
+        scale = std::max({scale, std::abs(double(rays[i].origin[d])), std::abs(on_ray)});
+      }
+      if (err > 1e-4 * scale) ++off_triangle;
+    }
   }
   CHECK(wrong == 0);
+  CHECK(off_triangle == 0);
 }
 
 template <class Exec, class T>
@@ -552,6 +566,41 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
     Mesh const m = soup(1500, 1.6, 11);
     auto const tree = check_mesh<Exec, float>(m, random_rays<float>(300, m, 12));
     CHECK(tree.leaf_triangles().extent(0) < 64 * m.triangle_count());
+  }
+  SUBCASE("rays that run in a split plane and meet an edge lying in it") {
+    // The scene box is [0, 1]^3 (two small triangles at opposite corners),
+    // so the root splits x at 0.5, the large stage's median of its longest
+    // (first) axis; a grid of triangles on z = 0.5 covers x in [0.5, 1]
+    // only, its left edges in that plane. Rays in the plane x = 0.5 meet
+    // those edges: only the right child lists their triangles.
+    Mesh m;
+    m.add_triangle(m.add_vertex(0, 0, 0), m.add_vertex(0.01, 0, 0), m.add_vertex(0, 0.01, 0));
+    m.add_triangle(m.add_vertex(1, 1, 1), m.add_vertex(0.99, 1, 1), m.add_vertex(1, 0.99, 1));
+    int const k = 16;
+    for (int i = 0; i < k / 2; ++i)
+      for (int j = 0; j < k; ++j) {
+        double const x0 = 0.5 + double(i) / k, x1 = x0 + 1.0 / k, y0 = double(j) / k, y1 = y0 + 1.0 / k;
+        std::int32_t const a = m.add_vertex(x0, y0, 0.5), b = m.add_vertex(x1, y0, 0.5), c = m.add_vertex(x1, y1, 0.5),
+                           d = m.add_vertex(x0, y1, 0.5);
+        m.add_triangle(a, b, c);
+        m.add_triangle(a, c, d);
+      }
+    std::vector<Ray<float>> rays;
+    for (int j = 0; j <= 4 * k; ++j) {
+      double const y = 0.01 + 0.98 * double(j) / (4 * k);
+      double o[3] = {0.5, y, 0.0}, d[3] = {0.0, 0.0, 1.0};
+      rays.push_back(make_ray<float>(o, d));
+      double o2[3] = {0.5, 0.8 * y, 1.0}, d2[3] = {0.0, 0.3, -1.0}; // meets z = 0.5 at y + 0.15 < 1
+      rays.push_back(make_ray<float>(o2, d2));
+    }
+    auto const tree = check_mesh<Exec, float>(m, rays);
+    auto const root = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+    CHECK(root(0).dim() == 0);
+    CHECK(root(0).split == 0.5f);
+    auto const hits = closest(Exec{}, tree, rays);
+    std::size_t missed = 0;
+    for (auto const& h : hits) missed += h.triangle < 0;
+    CHECK(missed == 0);
   }
   SUBCASE("a flat scene: every triangle in the plane z = 0.5") {
     Mesh m = soup(500, 0.2, 13);
