@@ -167,10 +167,10 @@ std::vector<Ray<T>> random_rays(std::size_t n, Mesh const& m, std::uint64_t seed
   for (std::size_t i = 0; i < n; ++i) {
     double o[3], d[3];
     int const kind = int(i % 4);
-    if (kind == 0) { // from outside towards the scene
+    if (kind == 0) { // from outside towards the scene, some starting late (tmin > 0)
       for (int k = 0; k < 3; ++k) o[k] = -0.5 + 2.0 * u(rng);
       for (int k = 0; k < 3; ++k) d[k] = u(rng) - o[k];
-      rays.push_back(make_ray<T>(o, d));
+      rays.push_back(make_ray<T>(o, d, u(rng) < 0.3 ? 0.5 + 0.3 * u(rng) : 0.0));
     } else if (kind == 1) { // from inside the scene box, any direction
       for (int k = 0; k < 3; ++k) o[k] = u(rng);
       for (int k = 0; k < 3; ++k) d[k] = u(rng) - 0.5;
@@ -635,6 +635,49 @@ TEST_CASE_TEMPLATE("SAH trees: options and the SAH's effect", Exec, KDFORGE_TEST
   // the default tree is far cheaper than one leaf of all triangles
   auto const tree = build_sah_tree(exec, upload<Exec, float>(m).first, upload<Exec, float>(m).second);
   CHECK(sah_cost(tree) < 0.05 * tree.costs().intersection * double(m.triangle_count()));
+}
+
+TEST_CASE_TEMPLATE("SAH trees from any mesh View; result Views reused", Exec, KDFORGE_TEST_SPACES) {
+  using MS = typename Exec::memory_space;
+  Exec exec;
+  Mesh const m = soup(400, 0.2, 51);
+  auto const ref = upload<Exec, double>(m);
+  auto const a = build_sah_tree(exec, ref.first, ref.second);
+  // column-major V x 3 and F x 3, sizes known at run time only
+  Kokkos::View<double**, Kokkos::LayoutLeft, MS> v("v", m.vertex_count(), 3);
+  Kokkos::View<std::int32_t**, Kokkos::LayoutLeft, MS> f("f", m.triangle_count(), 3);
+  Kokkos::deep_copy(v, ref.first);
+  Kokkos::deep_copy(f, ref.second);
+  auto const b = build_sah_tree(exec, v, f);
+  auto const c = build_sah_tree(exec, TriangleMesh<double, MS>{ref.first, ref.second});
+  for (auto const* t : {&b, &c}) {
+    auto const na = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.nodes());
+    auto const nb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, t->nodes());
+    REQUIRE(na.extent(0) == nb.extent(0));
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < na.extent(0); ++i) differ += !(na(i) == nb(i));
+    CHECK(differ == 0);
+    CHECK(to_host(a.leaf_triangles()) == to_host(t->leaf_triangles()));
+  }
+  auto const rays = test::to_device<Exec>(random_rays<double>(100, m, 52), "rays");
+  Kokkos::View<Hit<double>*, MS> hits("hits", 100);
+  Kokkos::View<bool*, MS> occluded("occluded", 100);
+  auto const* hp = hits.data();
+  auto const* op = occluded.data();
+  intersect_closest(exec, a, rays, hits);
+  intersect_any(exec, a, rays, occluded);
+  CHECK(hits.data() == hp);
+  CHECK(occluded.data() == op);
+  Kokkos::View<Hit<double>*, MS> small("small", 3);
+  intersect_closest(exec, a, rays, small);
+  CHECK(small.extent(0) == 100);
+  auto const hh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, hits);
+  auto const hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, small);
+  auto const ho = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, occluded);
+  for (std::size_t i = 0; i < 100; ++i) {
+    CHECK(hh(i).triangle == hs(i).triangle);
+    CHECK(ho(i) == (hh(i).triangle >= 0)); // a hit in [tmin, tmax] exists iff a closest one does
+  }
 }
 
 TEST_CASE_TEMPLATE("SAH trees are identical on every backend", Exec, KDFORGE_TEST_SPACES) {
