@@ -602,6 +602,28 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
     for (auto const& h : hits) missed += h.triangle < 0;
     CHECK(missed == 0);
   }
+  SUBCASE("a tube of long triangles along its longest axis") {
+    // Every triangle crosses the median plane of z, the longest axis: the
+    // large stage must split across x or y instead of keeping one leaf.
+    Mesh m;
+    int const segments = 200;
+    for (int i = 0; i < segments; ++i) {
+      double const a0 = 2 * M_PI * i / segments, a1 = 2 * M_PI * (i + 1) / segments;
+      double const x0 = 0.5 + 0.05 * std::cos(a0), y0 = 0.5 + 0.05 * std::sin(a0);
+      double const x1 = 0.5 + 0.05 * std::cos(a1), y1 = 0.5 + 0.05 * std::sin(a1);
+      std::int32_t const p = m.add_vertex(x0, y0, 0), q = m.add_vertex(x1, y1, 0), r = m.add_vertex(x1, y1, 1),
+                         t = m.add_vertex(x0, y0, 1);
+      m.add_triangle(p, q, r);
+      m.add_triangle(p, r, t);
+    }
+    auto const tree = check_mesh<Exec, float>(m, random_rays<float>(600, m, 16));
+    auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+    std::int32_t largest = 0;
+    for (std::size_t i = 0; i < nodes.extent(0); ++i)
+      if (nodes(i).is_leaf()) largest = std::max(largest, nodes(i).count());
+    CHECK(largest <= 64);
+    CHECK(sah_cost(tree) < 0.2 * tree.costs().intersection * double(m.triangle_count()));
+  }
   SUBCASE("a flat scene: every triangle in the plane z = 0.5") {
     Mesh m = soup(500, 0.2, 13);
     for (std::size_t i = 0; i < m.vertex_count(); ++i) m.v[3 * i + 2] = 0.5;

@@ -28,12 +28,16 @@
 //    top-down; the leaves' triangle lists follow the same preorder.
 //
 // What differs, and why:
-//  - A large node also becomes a leaf where the median split would cost
-//    more than the leaf by the same SAH (with the children's real counts,
-//    after clipping). The paper splits every large node; where most
-//    triangles straddle every plane (many large overlapping triangles, or
-//    copies of one triangle) that doubles the references at each level and
-//    never gets below T.
+//  - The large-node split is checked by the same SAH, with the children's
+//    triangle counts by box (one more counting pass, reduced per chunk like
+//    the boxes): where the longest axis's median costs more than a leaf
+//    (most triangles cross it: a tube of long triangles along that axis),
+//    the cheapest median of another axis is taken, and where none is
+//    cheaper than a leaf, the node stays a leaf (checked once more with the
+//    counts after clipping). The paper splits every large node at the
+//    longest axis; where most triangles straddle every plane (many large
+//    overlapping triangles, or copies of one triangle) that doubles the
+//    references at each level and never gets below T.
 //  - A depth limit (SahOptions::max_depth, by default 8 + 1.3 log2 F as in
 //    pbrt, at most 60) stops both stages, so degenerate input terminates and
 //    the walks' stacks have a fixed size.
@@ -194,6 +198,12 @@ KOKKOS_FORCEINLINE_FUNCTION void sides(Box<T, 3> const& b, int d, T s, bool& lef
   right = b.hi[d] > s || in_plane;
 }
 
+/// The spatial median of a cell across dimension d.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T cell_median(Box<T, 3> const& c, int d) {
+  return backend::add_rn(backend::mul_rn(T(0.5), c.lo[d]), backend::mul_rn(T(0.5), c.hi[d]));
+}
+
 // ---- initialisation ------------------------------------------------------
 // Kernels are named functors, not extended lambdas (see common/points.hpp).
 
@@ -323,16 +333,84 @@ struct PlanLarge {
         dim = d;
       }
     }
-    T const s = add_rn(mul_rn(T(0.5), p.cell.lo[dim]), mul_rn(T(0.5), p.cell.hi[dim]));
-    if (!(s > p.cell.lo[dim] && s < p.cell.hi[dim])) { // a cell one unit of rounding wide
-      p.cuts = 0;
+    p.dim = dim; // ChooseLargeAxis confirms it or picks another
+    p.split = cell_median(p.cell, dim);
+    plans(i) = p;
+  }
+};
+
+// per chunk: how many references the median plane of each axis would send
+// to each side (by their boxes), as the paper counts children's triangles
+template <class T, class Nodes, class ChunkOffsets, class ChunkNode, class Plans, class Boxes, class Counts>
+struct ChunkCountAxes {
+  Nodes nodes;
+  ChunkOffsets chunks;
+  ChunkNode owner;
+  Plans plans;
+  Boxes boxes;
+  Counts counts; // chunk x 6: left and right of axis 0, 1, 2
+  KOKKOS_FUNCTION void operator()(std::int64_t k) const {
+    std::int32_t const i = owner(k);
+    LargePlan<T> const& p = plans(i);
+    std::int32_t c[6] = {0, 0, 0, 0, 0, 0};
+    if (!p.leaf) {
+      std::int32_t const b = nodes(i).begin + (std::int32_t(k) - chunks(i)) * chunk_size;
+      std::int32_t const e = b + chunk_size < nodes(i).end ? b + chunk_size : nodes(i).end;
+      T s[3];
+      for (int d = 0; d < 3; ++d) s[d] = cell_median(p.cell, d);
+      for (std::int32_t r = b; r < e; ++r) {
+        Box<T, 3> const box = boxes(r);
+        for (int d = 0; d < 3; ++d) {
+          bool left, right;
+          sides(box, d, s[d], left, right);
+          c[2 * d] += left ? 1 : 0;
+          c[2 * d + 1] += right ? 1 : 0;
+        }
+      }
+    }
+    for (int j = 0; j < 6; ++j) counts(k, j) = c[j];
+  }
+};
+
+// per node: the median of the longest axis where SAH does not prefer a leaf
+// to it, else the cheapest other axis's median, else a leaf
+template <class T, class Nodes, class ChunkOffsets, class Plans, class Counts>
+struct ChooseLargeAxis {
+  Nodes nodes;
+  ChunkOffsets chunks;
+  Plans plans;
+  Counts counts;
+  Costs costs;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    LargePlan<T>& p = plans(i);
+    if (p.leaf) return;
+    std::int64_t c[6] = {0, 0, 0, 0, 0, 0};
+    for (std::int32_t k = chunks(i); k < chunks(i + 1); ++k)
+      for (int j = 0; j < 6; ++j) c[j] += counts(k, j);
+    std::int64_t const n = nodes(i).end - nodes(i).begin;
+    double const a = area(p.cell);
+    double const leaf = backend::mul_rn(costs.intersection, double(n));
+    double cost[3];
+    for (int d = 0; d < 3; ++d) {
+      T const s = cell_median(p.cell, d);
+      if (!(s > p.cell.lo[d] && s < p.cell.hi[d])) cost[d] = kdforge::detail::infinity<double>(); // too thin
+      else if (a > 0.0)
+        cost[d] = split_cost(costs, a, area(child_cell(p.cell, d, s, false)), area(child_cell(p.cell, d, s, true)),
+                             c[2 * d], c[2 * d + 1]);
+      else cost[d] = c[2 * d] < n || c[2 * d + 1] < n ? 0.0 : kdforge::detail::infinity<double>();
+    }
+    int chosen = p.dim;
+    if (!(cost[chosen] < leaf)) {
+      for (int d = 0; d < 3; ++d)
+        if (cost[d] < cost[chosen]) chosen = d;
+    }
+    if (!(cost[chosen] < leaf)) {
       p.leaf = 1;
-      plans(i) = p;
+      p.cuts = 0;
       return;
     }
-    p.dim = dim;
-    p.split = s;
-    plans(i) = p;
+    p.dim = chosen;
+    p.split = cell_median(p.cell, chosen);
   }
 };
 
@@ -954,6 +1032,13 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     Kokkos::parallel_for("kdforge::sah::plan_large", Policy(exec, 0, a),
                          PlanLarge<T, LargeView, IntView, BoxView, PlanView>{
                              active, chunks, chunk_boxes, plans, T(options.empty_space_ratio), max_depth});
+    Kokkos::View<std::int32_t* [6], MS> axis_counts(Kokkos::view_alloc(W, "kdforge::sah::axis_counts"), chunk_count);
+    Kokkos::parallel_for("kdforge::sah::count_axes", Policy(exec, 0, chunk_count),
+                         ChunkCountAxes<T, LargeView, IntView, IntView, PlanView, BoxView, decltype(axis_counts)>{
+                             active, chunks, owner, plans, boxes, axis_counts});
+    Kokkos::parallel_for("kdforge::sah::choose_axis", Policy(exec, 0, a),
+                         ChooseLargeAxis<T, LargeView, IntView, PlanView, decltype(axis_counts)>{
+                             active, chunks, plans, axis_counts, costs});
     // each reference: left, right, both (clipped) or none
     IntView lscan(Kokkos::view_alloc(W, "kdforge::sah::left"), refs + 1);
     IntView rscan(Kokkos::view_alloc(W, "kdforge::sah::right"), refs + 1);
