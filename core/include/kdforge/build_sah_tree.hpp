@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <type_traits>
 
 namespace kdforge {
@@ -57,7 +58,7 @@ struct FirstBadTriangle {
 /// misses. Errors (kdforge::Error): Views that are not V x 3 / F x 3, a NaN
 /// or infinite vertex coordinate (the first such vertex named), an index
 /// below 0 or at least V (the first such triangle named), 2^31 or more
-/// vertices or triangles, and options out of range.
+/// vertices or triangles, options out of range, and running out of memory.
 template <class Exec, class Vertices, class Triangles>
 TriangleTree<typename Exec::memory_space, typename Vertices::non_const_value_type>
 build_sah_tree(Exec const& exec, Vertices const& vertices, Triangles const& triangles, SahOptions const& options = {}) {
@@ -111,7 +112,13 @@ build_sah_tree(Exec const& exec, Vertices const& vertices, Triangles const& tria
     KDFORGE_REQUIRE(bad == none, where, "triangle ", bad, " has a vertex index below 0 or not below the ", nv,
                     " vertices");
   }
-  return kernels::sah::build<T>(exec, vertices, triangles, options);
+  try {
+    return kernels::sah::build<T>(exec, vertices, triangles, options);
+  } catch (std::bad_alloc const& e) { // Kokkos' allocation failures derive from it
+    detail::fail(where, "out of memory building the tree over ", nf, " triangles (", e.what(),
+                 "); many overlapping triangles are listed in many leaves: lower SahOptions::max_depth, or build "
+                 "over fewer triangles");
+  }
 }
 
 /// The same, for a mesh given as a TriangleMesh.
