@@ -1,7 +1,8 @@
 // Compiled (not run) by the test command on machines without a GPU, beside
 // the benchmark driver: instantiates for Kokkos::Cuda what the driver does
-// not (median and bucket trees, 64-bit indices, double, approximate kNN, brute force,
-// the workspace overloads), so CUDA code cannot rot where the full Cuda
+// not (median and bucket trees, 64-bit indices, double, approximate kNN,
+// brute force, the workspace overloads, SAH triangle trees and rays), so
+// CUDA code cannot rot where the full Cuda
 // suite is not built (tests/run-tests.sh, KDFORGE_CUDA=auto).
 #include <kdforge/kdforge.hpp>
 
@@ -33,6 +34,12 @@ void instantiate() {
   big_queue.queue_capacity = 100;
   kdforge::knn_approximate(exec, bt, qrows, 40, big_queue);
   kdforge::knn_brute_force<Index>(exec, rows, qrows, 4);
+  Kokkos::View<T* [3], MS> vertices("vertices", 0);
+  Kokkos::View<std::int32_t* [3], MS> triangles("triangles", 0);
+  auto scene = kdforge::build_sah_tree(exec, vertices, triangles);
+  Kokkos::View<kdforge::Ray<T>*, MS> rays("rays", 0);
+  kdforge::intersect_closest(exec, scene, rays);
+  kdforge::intersect_any(exec, scene, rays);
 }
 } // namespace
 

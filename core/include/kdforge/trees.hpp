@@ -8,3 +8,4 @@
 #include <kdforge/kernels/trees/concept.hpp>
 #include <kdforge/kernels/trees/left_balanced_tree.hpp>
 #include <kdforge/kernels/trees/median_tree.hpp>
+#include <kdforge/kernels/trees/triangle_tree.hpp>

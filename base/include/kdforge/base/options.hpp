@@ -166,4 +166,27 @@ struct ApproximateOptions {
   bool check_queries = true; ///< as QueryOptions::check_queries
 };
 
+/// Build options of SAH triangle trees (Zhou, Hou, Wang & Guo 2008; see
+/// kernels/builders/sah/build.hpp). The defaults are the paper's where it
+/// names a value (T = 64, Ce = 25%, chunks of 256).
+struct SahOptions {
+  /// C_ts of the surface area heuristic: the cost of stepping through one
+  /// inner node, in the unit of cost_intersection's scale (the paper names
+  /// no value; 1 : 1.5 is the ratio of common SAH builders, e.g. Wald &
+  /// Havran 2006 use 15 : 20).
+  double traversal_cost = 1.0;
+  /// The cost of one ray-triangle test.
+  double intersection_cost = 1.5;
+  /// Ce: a large node's side of empty space wider than this fraction of the
+  /// node is cut off before the spatial median split.
+  double empty_space_ratio = 0.25;
+  /// T: nodes of at most this many triangles are split by exact SAH over
+  /// 64-bit masks (1 to 64).
+  int small_node_size = 64;
+  /// The deepest level a node may be on (the root: 0); 0 picks
+  /// 8 + 1.3 log2(F), at most 60. Bounds the walks' stacks and the work on
+  /// degenerate input (many coincident or overlapping triangles).
+  int max_depth = 0;
+};
+
 } // namespace kdforge

@@ -1,0 +1,146 @@
+#pragma once
+// The walk of triangle trees (kernels/trees/triangle_tree.hpp) along a ray:
+// Zhou, Hou, Wang & Guo 2008, section 4, the conventional stack-based
+// front-to-back traversal (as in Horn et al. 2007): the ray is clipped to
+// the scene box; at an inner node the ray's interval [t0, t1] is cut at the
+// split plane, the near child is walked first and the far one waits on a
+// per-ray stack of fixed size with its interval; a leaf's triangles are
+// shown to the visitor; a closest-hit walk ends when a hit lies before the
+// end of the leaf's interval (nothing behind can be nearer), and a waiting
+// node whose interval starts beyond the nearest hit so far is skipped.
+//
+// What differs, and why:
+//  - The paper's stack holds 50 entries; here the builder bounds the height
+//    (triangle_tree_max_height), and the stack holds one entry per level, so
+//    it never overflows.
+//  - The triangle tests are not limited to the leaf's interval but to the
+//    ray's [tmin, nearest hit so far]: a triangle that reaches into later
+//    cells is accepted where it is first met, and the early exit still
+//    waits until a hit lies inside the leaf's interval.
+//  - Rounding of the plane crossings must not drop a cell the ray touches:
+//    the scene box's interval is widened by a few units of rounding (as in
+//    Ize 2013, "Robust BVH Ray Traversal"), a crossing within a few units of
+//    rounding of the interval's ends visits both children, and a ray that
+//    runs in a split plane (zero direction across it) visits both children.
+//    Triangles that lie in a plane are in both children (the builder), so
+//    such rays find them.
+//
+// A visitor offers:
+//   void test(std::int32_t triangle)   the ray meets a leaf listing it
+//   T limit() const                    skip waiting nodes whose interval starts beyond it
+//   bool done() const                  stop now (any-hit queries)
+//   bool finished(T t1) const          stop after a leaf whose interval ends at t1
+#include <kdforge/base/ray.hpp>
+#include <kdforge/base/types.hpp>
+#include <kdforge/kernels/trees/triangle_tree.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cfloat>
+#include <cstdint>
+#include <type_traits>
+
+namespace kdforge::kernels {
+
+/// Entries of a ray walk's stack: one per level is the most it holds.
+inline constexpr int ray_stack_capacity = triangle_tree_max_height + 1;
+
+namespace ray_walk_detail {
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T abs(T x) {
+  return x < T(0) ? -x : x;
+}
+// a few units of rounding of t
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T slack(T t) {
+  constexpr T eps = std::is_same<T, float>::value ? T(FLT_EPSILON) : T(DBL_EPSILON);
+  return T(8) * eps * abs(t);
+}
+} // namespace ray_walk_detail
+
+/// Walks `tree` along `ray`, showing the visitor the triangles of the
+/// leaves the ray meets, front to back.
+template <class Tree, class Visitor>
+KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coordinate_type> const& ray,
+                                        Visitor& visitor) {
+  using T = typename Tree::coordinate_type;
+  using ray_walk_detail::slack;
+  if (tree.node_count() == 0) return;
+  // the ray's interval inside the scene box
+  T t0 = ray.tmin, t1 = ray.tmax;
+  Box<T, 3> const box = tree.bounds();
+  for (int d = 0; d < 3; ++d) {
+    T const o = ray.origin[d], dir = ray.direction[d];
+    if (dir == T(0)) {
+      if (o < box.lo[d] || o > box.hi[d]) return;
+      continue;
+    }
+    T ta = (box.lo[d] - o) / dir, tb = (box.hi[d] - o) / dir;
+    if (ta > tb) {
+      T const s = ta;
+      ta = tb;
+      tb = s;
+    }
+    ta -= slack(ta);
+    tb += slack(tb);
+    t0 = ta > t0 ? ta : t0;
+    t1 = tb < t1 ? tb : t1;
+  }
+  if (!(t0 <= t1)) return;
+
+  struct Entry {
+    std::int32_t node;
+    T t0;
+    T t1;
+  } stack[ray_stack_capacity];
+  int top = 0;
+  std::int32_t node = 0;
+  while (true) {
+    auto n = tree.node(node);
+    while (!n.is_leaf()) {
+      int const d = n.dim();
+      T const s = n.split;
+      T const o = ray.origin[d], dir = ray.direction[d];
+      std::int32_t const left = node + 1, right = n.right();
+      if (dir == T(0)) { // parallel to the plane: the side it runs on, both if in it
+        if (o < s) node = left;
+        else if (o > s) node = right;
+        else {
+          stack[top++] = Entry{right, t0, t1};
+          node = left;
+        }
+      } else {
+        T const t = (s - o) / dir;
+        std::int32_t const near = dir > T(0) ? left : right;
+        std::int32_t const far = dir > T(0) ? right : left;
+        T const margin = slack(t);
+        if (t > t1 + margin) node = near;      // the ray leaves the cell before the plane
+        else if (t < t0 - margin) node = far;  // it meets the cell behind the plane
+        else {
+          T const tc = t < t0 ? t0 : t > t1 ? t1 : t;
+          stack[top++] = Entry{far, tc, t1};
+          node = near;
+          t1 = tc;
+        }
+      }
+      n = tree.node(node);
+    }
+    for (std::int32_t i = n.begin(); i < n.begin() + n.count(); ++i) {
+      visitor.test(tree.leaf_triangle(i));
+      if (visitor.done()) return;
+    }
+    if (visitor.finished(t1)) return;
+    // the next waiting node the nearest hit has not ruled out
+    while (true) {
+      if (top == 0) return;
+      Entry const e = stack[--top];
+      if (e.t0 > visitor.limit()) continue;
+      node = e.node;
+      t0 = e.t0;
+      t1 = e.t1;
+      break;
+    }
+  }
+}
+
+} // namespace kdforge::kernels
