@@ -1,0 +1,427 @@
+#pragma once
+// A Whitted-style ray tracer on kdforge's SAH trees: Zhou, Hou, Wang & Guo
+// 2008, section 4. Every frame deforms the mesh, rebuilds the tree from
+// scratch and traces in passes, as the paper's GPU ray tracer does:
+//   1. eye rays, closest hit;
+//   2. per hit, shadow rays to every light (any hit) and the direct light
+//      they would bring; the hits on mirror and glass surfaces spawn one
+//      secondary ray each (refraction for glass, total internal reflection
+//      where Snell's law has no answer; reflection for mirrors), compacted
+//      by a scan into the next pass's ray list;
+//   3. repeat 2 on the secondary rays for each bounce.
+// Differences from the paper: shadow rays are traced once per bounce right
+// after its hits (the paper traces them all at the end; the work is the
+// same), and glass spawns only its refracted ray, not a reflected one too,
+// so every pass has at most one ray per pixel: contributions are added to
+// the pixel without atomics, in an order fixed by the passes, and the image
+// is the same on every backend up to the floating point of each target's
+// math functions. Shading is Blinn-Phong with flat (geometric) normals.
+#include "scenes.hpp"
+
+#include <kdforge/kdforge.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kdforge_rays {
+
+struct FrameStats {
+  double deform_ms = 0, build_ms = 0, trace_ms = 0, frame_ms = 0;
+  std::int64_t eye_rays = 0, shadow_rays = 0, secondary_rays = 0;
+};
+
+// The ray batches of one frame, on the host, for tracing the same rays with
+// another library: closest-hit batches (eye and secondary rays) and any-hit
+// batches (shadow rays), in the order the frame traced them.
+struct RayBatches {
+  std::vector<std::vector<kdforge::Ray<float>>> closest, any;
+};
+
+namespace detail {
+KOKKOS_INLINE_FUNCTION float dot3(float const* a, float const* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+} // namespace detail
+
+template <class Exec>
+class Renderer {
+public:
+  using MS = typename Exec::memory_space;
+  using Rays = Kokkos::View<kdforge::Ray<float>*, MS>;
+  using Hits = Kokkos::View<kdforge::Hit<float>*, MS>;
+
+  Renderer(Exec const& exec, Scene const& scene, int width, int height, kdforge::SahOptions const& options = {})
+      : exec_(exec), width_(width), height_(height), bounces_(scene.bounces), options_(options),
+        lights_count_(int(scene.lights.size())) {
+    auto const nv = scene.mesh.vertex_count();
+    auto const nf = scene.mesh.triangle_count();
+    base_ = upload<float* [3]>(scene.mesh.vertices, nv, "base");
+    motion_ = upload<float* [3]>(scene.motion, nv, "motion");
+    vertices_ = Kokkos::View<float* [3], MS>("kdforge_rays::vertices", nv);
+    triangles_ = upload<std::int32_t* [3]>(scene.mesh.triangles, nf, "triangles");
+    material_ = upload<std::uint8_t*>(scene.mesh.material, nf, "material");
+    materials_ = upload<Material*>(scene.materials, std::int64_t(scene.materials.size()), "materials");
+    lights_ = upload<Light*>(scene.lights, std::int64_t(scene.lights.size()), "lights");
+    camera_ = scene.camera;
+    float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
+    for (std::int64_t v = 0; v < nv; ++v)
+      for (int d = 0; d < 3; ++d) {
+        lo[d] = std::fmin(lo[d], scene.mesh.vertices[std::size_t(3 * v + d)]);
+        hi[d] = std::fmax(hi[d], scene.mesh.vertices[std::size_t(3 * v + d)]);
+      }
+    float ext = 0;
+    for (int d = 0; d < 3; ++d) ext = std::fmax(ext, hi[d] - lo[d]);
+    epsilon_ = 1e-4f * (ext > 0 ? ext : 1.f);
+    std::int64_t const n = std::int64_t(width) * height;
+    image_ = Kokkos::View<float* [3], MS>("kdforge_rays::image", n);
+    rays_ = Rays("kdforge_rays::rays", n);
+    next_ = Rays("kdforge_rays::next", n);
+    pixel_ = Kokkos::View<std::int32_t*, MS>("kdforge_rays::pixel", n);
+    next_pixel_ = Kokkos::View<std::int32_t*, MS>("kdforge_rays::next_pixel", n);
+    weight_ = Kokkos::View<float* [3], MS>("kdforge_rays::weight", n);
+    next_weight_ = Kokkos::View<float* [3], MS>("kdforge_rays::next_weight", n);
+    spawn_ = Kokkos::View<std::int32_t*, MS>("kdforge_rays::spawn", n);
+    hits_ = Hits("kdforge_rays::hits", n);
+    std::int64_t const ns = n * (lights_count_ > 0 ? lights_count_ : 1);
+    shadow_ = Rays("kdforge_rays::shadow", ns);
+    light_ = Kokkos::View<float* [3], MS>("kdforge_rays::light", ns);
+    occluded_ = Kokkos::View<bool*, MS>("kdforge_rays::occluded", ns);
+  }
+
+  /// Deforms the mesh to time t, rebuilds the tree and traces the image
+  /// with `bounces` reflection/refraction bounces (-1: the scene's own).
+  FrameStats frame(float t, int bounces = -1, RayBatches* capture = nullptr) {
+    using clock = std::chrono::steady_clock;
+    FrameStats st;
+    auto const t0 = clock::now();
+    deform(t);
+    exec_.fence();
+    auto const t1 = clock::now();
+    tree_ = kdforge::build_sah_tree(exec_, vertices_, triangles_, options_);
+    exec_.fence();
+    auto const t2 = clock::now();
+    trace(bounces < 0 ? bounces_ : bounces, st, capture);
+    exec_.fence();
+    auto const t3 = clock::now();
+    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    st.deform_ms = ms(t0, t1);
+    st.build_ms = ms(t1, t2);
+    st.trace_ms = ms(t2, t3);
+    st.frame_ms = ms(t0, t3);
+    return st;
+  }
+
+  kdforge::TriangleTree<MS, float> const& tree() const { return tree_; }
+  Kokkos::View<float* [3], MS> const& vertices() const { return vertices_; }
+  Kokkos::View<std::int32_t* [3], MS> const& triangles() const { return triangles_; }
+
+  /// The last frame as 8-bit RGB, row 0 at the top.
+  std::vector<std::uint8_t> image_rgb8() const {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, image_);
+    std::vector<std::uint8_t> out(std::size_t(3 * h.extent(0)));
+    for (std::size_t i = 0; i < h.extent(0); ++i)
+      for (int c = 0; c < 3; ++c) {
+        float const v = std::pow(std::fmin(std::fmax(h(i, c), 0.f), 1.f), 1.f / 2.2f); // display gamma
+        out[3 * i + std::size_t(c)] = std::uint8_t(std::lround(255.f * v));
+      }
+    return out;
+  }
+
+  /// The eye rays of the camera (one per pixel, row 0 at the top) into `rays`.
+  void eye_rays(Rays const& rays) const {
+    float e[3], f[3], r[3], u[3];
+    for (int d = 0; d < 3; ++d) {
+      e[d] = camera_.eye[d];
+      f[d] = camera_.target[d] - camera_.eye[d];
+    }
+    normalize(f);
+    cross(f, camera_.up, r);
+    normalize(r);
+    cross(r, f, u);
+    float const s = std::tan(0.5f * camera_.fov_degrees * 3.14159265f / 180.f);
+    int const w = width_, h = height_;
+    float const aspect = float(w) / float(h);
+    Kokkos::parallel_for(
+        "kdforge_rays::eye_rays", Kokkos::RangePolicy<Exec>(exec_, 0, std::int64_t(w) * h), KOKKOS_LAMBDA(std::int64_t i) {
+          float const px = (2 * (float(i % w) + 0.5f) / float(w) - 1) * s * aspect;
+          float const py = (1 - 2 * (float(i / w) + 0.5f) / float(h)) * s;
+          kdforge::Ray<float> ray;
+          float len = 0;
+          for (int d = 0; d < 3; ++d) {
+            ray.origin[d] = e[d];
+            ray.direction[d] = f[d] + px * r[d] + py * u[d];
+            len += ray.direction[d] * ray.direction[d];
+          }
+          len = ::sqrtf(len);
+          for (int d = 0; d < 3; ++d) ray.direction[d] /= len;
+          ray.tmin = 0;
+          ray.tmax = kdforge::detail::infinity<float>();
+          rays(i) = ray;
+        });
+  }
+
+  void deform(float t) const {
+    auto base = base_, motion = motion_, vertices = vertices_;
+    Kokkos::parallel_for(
+        "kdforge_rays::deform", Kokkos::RangePolicy<Exec>(exec_, 0, std::int64_t(base.extent(0))),
+        KOKKOS_LAMBDA(std::int64_t v) {
+          float const s = ::sinf(t + 0.7f * base(v, 0) + 1.3f * base(v, 2));
+          for (int d = 0; d < 3; ++d) vertices(v, d) = base(v, d) + motion(v, d) * s;
+        });
+  }
+
+private:
+  template <class DT, class Vec>
+  Kokkos::View<DT, MS> upload(Vec const& host, std::int64_t n, char const* name) {
+    Kokkos::View<DT, MS> v(std::string("kdforge_rays::") + name, n);
+    auto h = Kokkos::create_mirror_view(v);
+    using H = decltype(h);
+    auto const* src = reinterpret_cast<typename H::value_type const*>(host.data());
+    if constexpr (H::rank == 1) {
+      for (std::int64_t i = 0; i < n; ++i) h(i) = src[i];
+    } else {
+      for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t c = 0; c < std::int64_t(h.extent(1)); ++c) h(i, c) = src[i * std::int64_t(h.extent(1)) + c];
+    }
+    Kokkos::deep_copy(v, h);
+    return v;
+  }
+  static void normalize(float* a) {
+    float const l = std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]);
+    for (int d = 0; d < 3; ++d) a[d] /= l;
+  }
+  static void cross(float const* a, float const* b, float* c) {
+    c[0] = a[1] * b[2] - a[2] * b[1];
+    c[1] = a[2] * b[0] - a[0] * b[2];
+    c[2] = a[0] * b[1] - a[1] * b[0];
+  }
+
+public: // kernels (public: CUDA lambdas may not live in private member functions)
+  void trace(int bounces, FrameStats& st, RayBatches* capture) {
+    std::int64_t n = std::int64_t(width_) * height_;
+    Kokkos::deep_copy(exec_, image_, 0.f);
+    eye_rays(rays_);
+    {
+      auto pixel = pixel_;
+      auto weight = weight_;
+      Kokkos::parallel_for(
+          "kdforge_rays::eye_init", Kokkos::RangePolicy<Exec>(exec_, 0, n), KOKKOS_LAMBDA(std::int64_t i) {
+            pixel(i) = std::int32_t(i);
+            for (int c = 0; c < 3; ++c) weight(i, c) = 1.f;
+          });
+    }
+    st.eye_rays = n;
+    for (int b = 0; n > 0; ++b) {
+      Rays rays = Kokkos::subview(rays_, std::make_pair(std::int64_t(0), n));
+      Hits hits = Kokkos::subview(hits_, std::make_pair(std::int64_t(0), n));
+      if (capture) capture->closest.push_back(to_host(rays));
+      kdforge::intersect_closest(exec_, tree_, rays, hits);
+      std::int64_t const ns = n * lights_count_;
+      shade(n, b < bounces);
+      if (ns > 0) {
+        Rays shadow = Kokkos::subview(shadow_, std::make_pair(std::int64_t(0), ns));
+        Kokkos::View<bool*, MS> occluded = Kokkos::subview(occluded_, std::make_pair(std::int64_t(0), ns));
+        if (capture) capture->any.push_back(to_host(shadow));
+        kdforge::intersect_any(exec_, tree_, shadow, occluded);
+        st.shadow_rays += ns;
+        add_light(n);
+      }
+      if (b >= bounces) break;
+      n = compact(n);
+      st.secondary_rays += n;
+      std::swap(pixel_, next_pixel_);
+    }
+  }
+
+  static std::vector<kdforge::Ray<float>> to_host(Rays const& r) {
+    std::vector<kdforge::Ray<float>> out(r.extent(0));
+    Kokkos::View<kdforge::Ray<float>*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> h(out.data(), out.size());
+    Kokkos::deep_copy(h, r);
+    return out;
+  }
+
+  // Direct light, sky for misses, and the secondary ray each mirror or glass
+  // hit spawns (into next_, uncompacted, flagged in spawn_).
+  void shade(std::int64_t n, bool spawn_secondary) {
+    auto rays = rays_, next = next_, shadow = shadow_;
+    auto hits = hits_;
+    auto pixel = pixel_;
+    auto weight = weight_, next_weight = next_weight_, light = light_, image = image_;
+    auto spawn = spawn_;
+    auto vertices = vertices_;
+    auto triangles = triangles_;
+    auto material = material_;
+    auto materials = materials_;
+    auto lights = lights_;
+    int const nl = lights_count_;
+    float const eps = epsilon_;
+    Kokkos::parallel_for(
+        "kdforge_rays::shade", Kokkos::RangePolicy<Exec>(exec_, 0, n), KOKKOS_LAMBDA(std::int64_t i) {
+          using detail::dot3;
+          kdforge::Ray<float> const r = rays(i);
+          kdforge::Hit<float> const h = hits(i);
+          std::int32_t const px = pixel(i);
+          float w[3] = {weight(i, 0), weight(i, 1), weight(i, 2)};
+          spawn(i) = 0;
+          kdforge::Ray<float> empty;
+          for (int d = 0; d < 3; ++d) {
+            empty.origin[d] = 0;
+            empty.direction[d] = 1;
+          }
+          empty.tmin = 1;
+          empty.tmax = 0; // an empty interval: nothing to hit
+          if (h.triangle < 0) {
+            float const dl = ::sqrtf(dot3(r.direction, r.direction));
+            float const up = 0.5f + 0.5f * r.direction[1] / dl;
+            float const sky[3] = {0.55f + 0.25f * up, 0.65f + 0.2f * up, 0.8f + 0.15f * up};
+            for (int c = 0; c < 3; ++c) image(px, c) += w[c] * sky[c];
+            for (int l = 0; l < nl; ++l) {
+              shadow(i * nl + l) = empty;
+              for (int c = 0; c < 3; ++c) light(i * nl + l, c) = 0;
+            }
+            return;
+          }
+          float p[3], e1[3], e2[3], nrm[3], dir[3];
+          for (int d = 0; d < 3; ++d) {
+            float const a = vertices(triangles(h.triangle, 0), d);
+            e1[d] = vertices(triangles(h.triangle, 1), d) - a;
+            e2[d] = vertices(triangles(h.triangle, 2), d) - a;
+            p[d] = r.origin[d] + h.t * r.direction[d];
+          }
+          nrm[0] = e1[1] * e2[2] - e1[2] * e2[1];
+          nrm[1] = e1[2] * e2[0] - e1[0] * e2[2];
+          nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
+          float const nl2 = ::sqrtf(dot3(nrm, nrm));
+          float const dl = ::sqrtf(dot3(r.direction, r.direction));
+          for (int d = 0; d < 3; ++d) {
+            nrm[d] = nl2 > 0 ? nrm[d] / nl2 : (d == 1 ? 1.f : 0.f);
+            dir[d] = r.direction[d] / dl;
+          }
+          bool const inside = dot3(nrm, dir) > 0; // hit from behind: flip the normal to face the ray
+          if (inside)
+            for (int d = 0; d < 3; ++d) nrm[d] = -nrm[d];
+          Material const m = materials(material(h.triangle));
+          for (int c = 0; c < 3; ++c) image(px, c) += w[c] * 0.06f * m.color[c]; // ambient
+          for (int l = 0; l < nl; ++l) {
+            Light const L = lights(l);
+            float to[3], half[3];
+            for (int d = 0; d < 3; ++d) to[d] = L.position[d] - p[d];
+            float const dist = ::sqrtf(dot3(to, to));
+            float const cosl = dist > 0 ? dot3(nrm, to) / dist : 0.f;
+            if (!(cosl > 0)) {
+              shadow(i * nl + l) = empty;
+              for (int c = 0; c < 3; ++c) light(i * nl + l, c) = 0;
+              continue;
+            }
+            for (int d = 0; d < 3; ++d) half[d] = to[d] / dist - dir[d];
+            float const hl = ::sqrtf(dot3(half, half));
+            float const cosh = hl > 0 ? ::fmaxf(0.f, dot3(nrm, half) / hl) : 0.f;
+            float const spec = m.specular * ::powf(cosh, m.shininess);
+            for (int c = 0; c < 3; ++c) light(i * nl + l, c) = w[c] * L.color[c] * (m.color[c] * cosl + spec);
+            kdforge::Ray<float> s;
+            for (int d = 0; d < 3; ++d) {
+              s.origin[d] = p[d] + eps * nrm[d];
+              s.direction[d] = L.position[d] - s.origin[d];
+            }
+            s.tmin = 0;
+            s.tmax = 0.9999f; // just short of the light
+            shadow(i * nl + l) = s;
+          }
+          if (!spawn_secondary || (m.transmit <= 0 && m.reflect <= 0)) return;
+          float const cosi = -dot3(nrm, dir);
+          float out[3];
+          float share = m.reflect;
+          float sign = 1; // the new origin's side of the surface: +1 in front, -1 behind
+          bool reflect = m.transmit <= 0;
+          if (!reflect) {
+            float const eta = inside ? m.ior : 1.f / m.ior;
+            float const k = 1 - eta * eta * (1 - cosi * cosi);
+            if (k < 0) {
+              reflect = true; // total internal reflection
+              share = m.transmit;
+            } else {
+              for (int d = 0; d < 3; ++d) out[d] = eta * dir[d] + (eta * cosi - ::sqrtf(k)) * nrm[d];
+              share = m.transmit;
+              sign = -1;
+            }
+          }
+          if (reflect)
+            for (int d = 0; d < 3; ++d) out[d] = dir[d] + 2 * cosi * nrm[d];
+          kdforge::Ray<float> s;
+          for (int d = 0; d < 3; ++d) {
+            s.origin[d] = p[d] + sign * eps * nrm[d];
+            s.direction[d] = out[d];
+          }
+          s.tmin = 0;
+          s.tmax = kdforge::detail::infinity<float>();
+          next(i) = s;
+          for (int c = 0; c < 3; ++c) next_weight(i, c) = w[c] * share * (m.transmit > 0 ? m.color[c] : 1.f);
+          spawn(i) = 1;
+        });
+  }
+
+  void add_light(std::int64_t n) {
+    auto pixel = pixel_;
+    auto light = light_, image = image_;
+    auto occluded = occluded_;
+    int const nl = lights_count_;
+    Kokkos::parallel_for(
+        "kdforge_rays::add_light", Kokkos::RangePolicy<Exec>(exec_, 0, n), KOKKOS_LAMBDA(std::int64_t i) {
+          std::int32_t const px = pixel(i);
+          for (int l = 0; l < nl; ++l)
+            if (!occluded(i * nl + l))
+              for (int c = 0; c < 3; ++c) image(px, c) += light(i * nl + l, c);
+        });
+  }
+
+  // The spawned secondary rays, in ray order (a scan); returns how many.
+  std::int64_t compact(std::int64_t n) {
+    auto spawn = spawn_;
+    auto next = next_, rays = rays_;
+    auto pixel = pixel_, next_pixel = next_pixel_;
+    auto weight = weight_, next_weight = next_weight_;
+    // the spawned rays sit in next_ at their source index; they are gathered
+    // into rays_ and weight_ (whose pass is over) and their pixels into
+    // next_pixel_ (the caller swaps it with pixel_)
+    std::int64_t count = 0;
+    Kokkos::parallel_scan(
+        "kdforge_rays::compact", Kokkos::RangePolicy<Exec>(exec_, 0, n),
+        KOKKOS_LAMBDA(std::int64_t i, std::int64_t & offset, bool final) {
+          if (spawn(i)) {
+            if (final) {
+              rays(offset) = next(i);
+              next_pixel(offset) = pixel(i);
+              for (int c = 0; c < 3; ++c) weight(offset, c) = next_weight(i, c);
+            }
+            ++offset;
+          }
+        },
+        count);
+    return count;
+  }
+
+private:
+  Exec exec_;
+  int width_, height_, bounces_;
+  kdforge::SahOptions options_;
+  int lights_count_;
+  float epsilon_ = 1e-4f;
+  Camera camera_;
+  Kokkos::View<float* [3], MS> base_, motion_, vertices_;
+  Kokkos::View<std::int32_t* [3], MS> triangles_;
+  Kokkos::View<std::uint8_t*, MS> material_;
+  Kokkos::View<Material*, MS> materials_;
+  Kokkos::View<Light*, MS> lights_;
+  Kokkos::View<float* [3], MS> image_, weight_, next_weight_, light_;
+  Rays rays_, next_, shadow_;
+  Kokkos::View<std::int32_t*, MS> pixel_, next_pixel_, spawn_;
+  Hits hits_;
+  Kokkos::View<bool*, MS> occluded_;
+  kdforge::TriangleTree<MS, float> tree_;
+};
+
+} // namespace kdforge_rays

@@ -1,0 +1,56 @@
+#pragma once
+// Procedural scenes at the sizes of Zhou et al. 2008's test scenes (their
+// Fig. 4: 11K, 27K, 71K, 111K, 178K and 252K triangles, with the paper's
+// light and bounce counts), larger ones for scaling, and any mesh file.
+// Every scene moves: each vertex has a motion vector, and frame time t
+// places it at base + motion * sin(t + phase(base)), so a frame sequence
+// deforms the mesh and the tree is rebuilt for each frame.
+#include "mesh.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kdforge_rays {
+
+struct Material {
+  float color[3];    // diffuse reflectance
+  float specular;    // Blinn-Phong highlight strength
+  float shininess;   // its exponent
+  float reflect;     // share of light a mirror bounce brings (0: none)
+  float transmit;    // share a refracted ray brings (0: opaque); takes precedence over reflect
+  float ior;         // index of refraction of a transmissive material
+};
+
+struct Light {
+  float position[3];
+  float color[3];
+};
+
+struct Camera {
+  float eye[3];
+  float target[3];
+  float up[3];
+  float fov_degrees; // vertical field of view
+};
+
+struct Scene {
+  std::string name;
+  Mesh mesh;
+  std::vector<float> motion; // 3 per vertex
+  std::vector<Material> materials;
+  std::vector<Light> lights;
+  Camera camera;
+  int bounces = 0;           // reflection/refraction bounces the paper rendered it with
+  std::string paper_scene;   // the scene of Zhou et al.'s Fig. 4 it stands in for ("" for none)
+};
+
+/// The procedural scenes, smallest first: toys, museum, robots, kitchen,
+/// forest, dragon (the paper's six sizes), blob-1m, blob-5m.
+std::vector<std::string> scene_names();
+
+/// A procedural scene by name, or a mesh file (.obj, .ply) in a plain
+/// setting (a grey material, one light, a camera looking at its box, no
+/// motion). Throws kdforge::Error for an unknown name.
+Scene make_scene(std::string const& name_or_file);
+
+} // namespace kdforge_rays
