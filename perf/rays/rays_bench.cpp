@@ -48,6 +48,19 @@ double time_ms(F&& f) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The renderer's current mesh as x, y, z and three indices per entry, in
+// that order whatever the device Views' layout (LayoutLeft on GPUs).
+void host_mesh(kdforge_rays::Renderer<Exec> const& r, std::vector<float>& v, std::vector<std::int32_t>& tri) {
+  auto const vh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.vertices());
+  auto const fh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.triangles());
+  v.resize(3 * vh.extent(0));
+  tri.resize(3 * fh.extent(0));
+  for (std::size_t i = 0; i < vh.extent(0); ++i)
+    for (int d = 0; d < 3; ++d) v[3 * i + std::size_t(d)] = vh(i, d);
+  for (std::size_t i = 0; i < fh.extent(0); ++i)
+    for (int c = 0; c < 3; ++c) tri[3 * i + std::size_t(c)] = fh(i, c);
+}
+
 std::vector<std::string> split(std::string const& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
@@ -62,7 +75,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kdforge-rays-bench: SAH k-d trees over triangles and ray queries (Zhou et al. 2008, Tables 2-4)"};
   std::string scenes = "toys,museum,robots,kitchen,forest,dragon", quality = "low";
   int width = 1024, height = 1024, reps = 5, frames = 6, embree_threads = 0;
-  bool embree = false;
+  bool embree = false, build_only = false;
   app.add_option("--scenes", scenes, "comma-separated procedural scenes or mesh files");
   app.add_option("--width", width)->check(CLI::Range(1, 8192));
   app.add_option("--height", height)->check(CLI::Range(1, 8192));
@@ -70,6 +83,7 @@ int main(int argc, char** argv) {
   app.add_option("--frames", frames, "frames of the deforming scene (the first one is not counted)")
       ->check(CLI::Range(2, 1000));
   app.add_flag("--embree", embree, "Embree 3 on the same triangles and rays");
+  app.add_flag("--build-only", build_only, "time the tree builds only (the scaling question of the paper's Table 3)");
   app.add_option("--embree-threads", embree_threads, "Embree's threads (0: all cores)");
   app.add_option("--embree-quality", quality, "Embree's build quality: low (dynamic scenes) or medium")
       ->check(CLI::IsMember({"low", "medium"}));
@@ -87,7 +101,8 @@ int main(int argc, char** argv) {
   try {
     std::printf("kdforge %s (concurrency %d), %d x %d rays, median of %d\n", Exec::name(), int(Exec().concurrency()), width,
                 height, reps);
-    std::printf("| scene | triangles | build ms | SAH | eye Mrays/s | shadow Mrays/s | frame ms (bounces) | fps | frame ms (2 "
+    if (!build_only)
+      std::printf("| scene | triangles | build ms | SAH | eye Mrays/s | shadow Mrays/s | frame ms (bounces) | fps | frame ms (2 "
                 "bounces) | paper build ms | paper trace ms | paper SAH | paper fps |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     std::vector<std::string> embree_rows;
     for (auto const& name : split(scenes)) {
@@ -101,6 +116,26 @@ int main(int argc, char** argv) {
         if (i > 0) tb.push_back(ms);
       }
       double const sah = kdforge::sah_cost(tree);
+      if (build_only) {
+        double eb = 0;
+        if (embree) {
+          kdforge_rays::EmbreeScene es(embree_threads, quality);
+          std::vector<float> v;
+          std::vector<std::int32_t> tri;
+          host_mesh(r, v, tri);
+          std::vector<double> t;
+          for (int i = 0; i <= reps; ++i) {
+            double const ms = es.build(v.data(), std::int64_t(v.size() / 3), tri.data(), std::int64_t(tri.size() / 3));
+            if (i > 0) t.push_back(ms);
+          }
+          eb = median(t);
+        }
+        std::printf("build-only %s: %lld triangles, kdforge %.3f ms (SAH %.1f)", name.c_str(),
+                    (long long)scene.mesh.triangle_count(), median(tb), sah);
+        if (embree) std::printf(", Embree %.3f ms (%d threads)", eb, kdforge_rays::EmbreeScene(embree_threads, quality).threads());
+        std::printf("\n");
+        continue;
+      }
       std::int64_t const m = std::int64_t(width) * height;
       Kokkos::View<RayF*, MS> eye("eye", m);
       r.eye_rays(eye);
@@ -138,10 +173,8 @@ int main(int argc, char** argv) {
       }
       // the t = 0 mesh, copied now (on a host backend the mirror would be the View itself, which the frames deform)
       std::vector<float> v;
-      {
-        auto const v_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.vertices());
-        v.assign(v_h.data(), v_h.data() + v_h.size());
-      }
+      std::vector<std::int32_t> tri;
+      host_mesh(r, v, tri);
       // frames: deform, rebuild, trace at the scene's bounces, then at 2
       std::vector<double> fs, f2;
       kdforge_rays::RayBatches batches;
@@ -165,9 +198,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       if (embree) {
         kdforge_rays::EmbreeScene es(embree_threads, quality);
-        auto const f_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.triangles());
-        std::vector<std::int32_t> tri(f_h.data(), f_h.data() + f_h.size());
-        std::int64_t const nv = std::int64_t(v.size() / 3), nf = std::int64_t(f_h.extent(0));
+        std::int64_t const nv = std::int64_t(v.size() / 3), nf = std::int64_t(tri.size() / 3);
         std::vector<double> eb, ee, esd;
         std::vector<std::int32_t> etri;
         std::vector<float> et;

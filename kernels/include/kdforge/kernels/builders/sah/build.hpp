@@ -921,21 +921,61 @@ struct SetRoot {
 // ---- the driver ----------------------------------------------------------
 
 namespace detail {
-template <class View>
-void grow(View& v, std::size_t needed) {
+// Grows v to hold `needed` entries (at least doubling), keeping its first
+// `valid` ones: the lists the stages append to.
+template <class Exec, class View>
+void grow(Exec const& exec, View& v, std::size_t needed, std::size_t valid) {
   if (v.extent(0) >= needed) return;
-  std::size_t const n = std::max(needed, 2 * v.extent(0));
-  Kokkos::resize(v, n);
+  View w(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(needed, 2 * v.extent(0)));
+  if (valid > 0)
+    Kokkos::deep_copy(exec, Kokkos::subview(w, std::make_pair(std::size_t(0), valid)),
+                      Kokkos::subview(v, std::make_pair(std::size_t(0), valid)));
+  v = w;
 }
 
-template <class Exec, class View>
-std::int32_t scan(Exec const& exec, View const& v, char const* what) {
-  auto const total = backend::exclusive_scan(exec, v, v);
-  KDFORGE_REQUIRE(std::int64_t(total) < std::int64_t(std::numeric_limits<std::int32_t>::max()), "build_sah_tree",
-                  "the tree would hold more than 2^31 - 1 ", what,
-                  "; lower SahOptions::max_depth or build over fewer, less overlapping triangles");
-  return std::int32_t(total);
+// Makes v hold at least n entries, contents undefined: the per-level
+// scratch, allocated once for the largest level rather than on every level
+// (an allocation on a GPU costs as much as a level's kernels).
+template <class View>
+void reserve(View& v, std::size_t n) {
+  if (v.extent(0) >= n) return;
+  v = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(n, v.extent(0) + v.extent(0) / 2));
 }
+
+// Exclusive scan of v(0..n) in place, after v(n) = 0, so v(n) is the total;
+// queued on exec without waiting for it.
+template <class Exec, class View>
+void scan_async(Exec const& exec, View const& v, std::int64_t n, Kokkos::View<char*, typename Exec::memory_space>& space) {
+  Kokkos::deep_copy(exec, Kokkos::subview(v, n), 0);
+  auto const s = Kokkos::subview(v, std::make_pair(std::int64_t(0), n + 1));
+  backend::exclusive_scan_async(exec, s, s, space);
+}
+
+// The totals of scans (v(n) of each) on the host, in one copy.
+template <class Exec, class Totals, class HostTotals>
+void read_totals(Exec const& exec, Totals const& totals, HostTotals const& host) {
+  Kokkos::deep_copy(exec, host, totals);
+  exec.fence();
+  for (std::size_t j = 0; j < host.extent(0); ++j)
+    KDFORGE_REQUIRE(host(j) >= 0, "build_sah_tree",
+                    "the tree would hold more than 2^31 - 1 nodes or triangle references; lower "
+                    "SahOptions::max_depth or build over fewer, less overlapping triangles");
+}
+
+template <class Totals, class Counts>
+struct GatherTotals {
+  Totals totals;
+  Counts c0, c1, c2, c3, c4, c5;
+  std::int64_t n;
+  KOKKOS_FUNCTION void operator()(std::int64_t) const {
+    totals(0) = c0(n);
+    totals(1) = c1(n);
+    totals(2) = c2(n);
+    totals(3) = c3(n);
+    totals(4) = c4(n);
+    totals(5) = c5(n);
+  }
+};
 } // namespace detail
 
 /// Builds the SAH tree over the mesh (`vertices`: V x 3, `triangles`: F x 3
@@ -992,9 +1032,14 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   IntView small_tris(Kokkos::view_alloc(W, "kdforge::sah::small_tris"), 16 * small_capacity);
   BoxView small_boxes(Kokkos::view_alloc(W, "kdforge::sah::small_boxes"), 16 * small_capacity);
   std::int32_t built_count = 1, pool_count = 0, root_count = 0;
+  // scan temporary storage, and the totals the host needs from each level
+  Kokkos::View<char*, MS> scan_space("kdforge::sah::scan_workspace", 0);
+  Kokkos::View<std::int32_t*, MS> totals("kdforge::sah::totals", 6);
+  auto const totals_h = Kokkos::create_mirror_view(Kokkos::HostSpace(), totals);
 
   LargeView active(Kokkos::view_alloc(W, "kdforge::sah::active"), 1);
   std::int32_t active_count = 0;
+  std::int64_t ref_count = f;
   {
     auto h = Kokkos::create_mirror_view(active);
     h(0) = LargeNode<T>{scene, 0, std::int32_t(f), 0, 0};
@@ -1011,28 +1056,50 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     }
   }
 
-  // ---- large-node stage: one level per pass
+  // ---- large-node stage: one level per pass, over scratch reused level to level
+  IntView chunks(Kokkos::view_alloc(W, "kdforge::sah::chunks"), 0);
+  IntView owner(Kokkos::view_alloc(W, "kdforge::sah::chunk_owner"), 0);
+  BoxView chunk_boxes(Kokkos::view_alloc(W, "kdforge::sah::chunk_boxes"), 0);
+  PlanView plans(Kokkos::view_alloc(W, "kdforge::sah::plans"), 0);
+  Kokkos::View<std::int32_t* [6], MS> axis_counts(Kokkos::view_alloc(W, "kdforge::sah::axis_counts"), 0);
+  IntView lscan(Kokkos::view_alloc(W, "kdforge::sah::left"), 0);
+  IntView rscan(Kokkos::view_alloc(W, "kdforge::sah::right"), 0);
+  BoxView lboxes(Kokkos::view_alloc(W, "kdforge::sah::left_boxes"), 0);
+  BoxView rboxes(Kokkos::view_alloc(W, "kdforge::sah::right_boxes"), 0);
+  IntView new_nodes(Kokkos::view_alloc(W, "kdforge::sah::new_nodes"), 0);
+  IntView pool(Kokkos::view_alloc(W, "kdforge::sah::pool_offsets"), 0);
+  IntView next_large(Kokkos::view_alloc(W, "kdforge::sah::next_large"), 0);
+  IntView next_small(Kokkos::view_alloc(W, "kdforge::sah::next_small"), 0);
+  IntView next_refs(Kokkos::view_alloc(W, "kdforge::sah::next_refs"), 0);
+  IntView staged(Kokkos::view_alloc(W, "kdforge::sah::staged"), 0);
+  LargeView next(Kokkos::view_alloc(W, "kdforge::sah::active"), 0);
+  IntView next_tris(Kokkos::view_alloc(W, "kdforge::sah::tris"), 0);
+  BoxView next_boxes(Kokkos::view_alloc(W, "kdforge::sah::boxes"), 0);
+  IntView staged_tris(Kokkos::view_alloc(W, "kdforge::sah::staged_tris"), 0);
+  BoxView staged_boxes(Kokkos::view_alloc(W, "kdforge::sah::staged_boxes"), 0);
   while (active_count > 0) {
     kdforge::detail::Region level("kdforge::sah::large_level");
     std::int32_t const a = active_count;
-    std::int64_t const refs = std::int64_t(tris.extent(0));
-    IntView chunks(Kokkos::view_alloc(W, "kdforge::sah::chunks"), a + 1);
+    std::int64_t const refs = ref_count;
+    detail::reserve(chunks, std::size_t(a) + 1);
     Kokkos::parallel_for("kdforge::sah::count_chunks", Policy(exec, 0, a),
                          CountChunks<LargeView, IntView>{active, chunks});
-    Kokkos::deep_copy(exec, Kokkos::subview(chunks, a), 0);
-    std::int32_t const chunk_count = detail::scan(exec, chunks, "chunks");
-    IntView owner(Kokkos::view_alloc(W, "kdforge::sah::chunk_owner"), chunk_count);
-    BoxView chunk_boxes(Kokkos::view_alloc(W, "kdforge::sah::chunk_boxes"), chunk_count);
+    detail::scan_async(exec, chunks, a, scan_space);
+    std::int32_t chunk_count = 0;
+    Kokkos::deep_copy(exec, chunk_count, Kokkos::subview(chunks, a));
+    exec.fence();
+    detail::reserve(owner, std::size_t(chunk_count));
+    detail::reserve(chunk_boxes, std::size_t(chunk_count));
     Kokkos::parallel_for("kdforge::sah::chunk_owners", Policy(exec, 0, a),
                          FillChunkOwners<IntView, IntView>{chunks, owner});
     Kokkos::parallel_for(
         "kdforge::sah::chunk_boxes", Policy(exec, 0, chunk_count),
         ChunkReduce<T, LargeView, IntView, IntView, BoxView, BoxView>{active, chunks, owner, boxes, chunk_boxes});
-    PlanView plans(Kokkos::view_alloc(W, "kdforge::sah::plans"), a);
+    detail::reserve(plans, std::size_t(a));
     Kokkos::parallel_for("kdforge::sah::plan_large", Policy(exec, 0, a),
                          PlanLarge<T, LargeView, IntView, BoxView, PlanView>{
                              active, chunks, chunk_boxes, plans, T(options.empty_space_ratio), max_depth});
-    Kokkos::View<std::int32_t* [6], MS> axis_counts(Kokkos::view_alloc(W, "kdforge::sah::axis_counts"), chunk_count);
+    detail::reserve(axis_counts, std::size_t(chunk_count));
     Kokkos::parallel_for("kdforge::sah::count_axes", Policy(exec, 0, chunk_count),
                          ChunkCountAxes<T, LargeView, IntView, IntView, PlanView, BoxView, decltype(axis_counts)>{
                              active, chunks, owner, plans, boxes, axis_counts});
@@ -1040,50 +1107,45 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
                          ChooseLargeAxis<T, LargeView, IntView, PlanView, decltype(axis_counts)>{
                              active, chunks, plans, axis_counts, costs});
     // each reference: left, right, both (clipped) or none
-    IntView lscan(Kokkos::view_alloc(W, "kdforge::sah::left"), refs + 1);
-    IntView rscan(Kokkos::view_alloc(W, "kdforge::sah::right"), refs + 1);
-    BoxView lboxes(Kokkos::view_alloc(W, "kdforge::sah::left_boxes"), refs);
-    BoxView rboxes(Kokkos::view_alloc(W, "kdforge::sah::right_boxes"), refs);
+    for (auto* v : {&lscan, &rscan}) detail::reserve(*v, std::size_t(refs) + 1);
+    for (auto* v : {&lboxes, &rboxes}) detail::reserve(*v, std::size_t(refs));
     Kokkos::parallel_for("kdforge::sah::classify", Policy(exec, 0, refs),
                          ClassifyRefs<T, LargeView, PlanView, BoxView, IntView, decltype(corners), IntView>{
                              active, a, plans, boxes, tris, corners, lscan, rscan, lboxes, rboxes});
-    Kokkos::deep_copy(exec, Kokkos::subview(lscan, refs), 0);
-    Kokkos::deep_copy(exec, Kokkos::subview(rscan, refs), 0);
-    detail::scan(exec, lscan, "triangle references");
-    detail::scan(exec, rscan, "triangle references");
+    detail::scan_async(exec, lscan, refs, scan_space);
+    detail::scan_async(exec, rscan, refs, scan_space);
     // per node: what it adds to each list
-    IntView new_nodes(Kokkos::view_alloc(W, "kdforge::sah::new_nodes"), a + 1);
-    IntView pool(Kokkos::view_alloc(W, "kdforge::sah::pool_offsets"), a + 1);
-    IntView next_large(Kokkos::view_alloc(W, "kdforge::sah::next_large"), a + 1);
-    IntView next_small(Kokkos::view_alloc(W, "kdforge::sah::next_small"), a + 1);
-    IntView next_refs(Kokkos::view_alloc(W, "kdforge::sah::next_refs"), a + 1);
-    IntView staged(Kokkos::view_alloc(W, "kdforge::sah::staged"), a + 1);
+    for (auto* v : {&new_nodes, &pool, &next_large, &next_small, &next_refs, &staged})
+      detail::reserve(*v, std::size_t(a) + 1);
     Kokkos::parallel_for("kdforge::sah::count_large", Policy(exec, 0, a),
                          CountLarge<T, LargeView, PlanView, IntView, IntView>{
                              active, plans, lscan, rscan, new_nodes, pool, next_large, next_small, next_refs, staged,
                              costs, small_size});
     for (auto* v : {&new_nodes, &pool, &next_large, &next_small, &next_refs, &staged})
-      Kokkos::deep_copy(exec, Kokkos::subview(*v, a), 0);
-    std::int32_t const added_nodes = detail::scan(exec, new_nodes, "nodes");
-    std::int32_t const added_pool = detail::scan(exec, pool, "leaf references");
-    std::int32_t const added_large = detail::scan(exec, next_large, "nodes");
-    std::int32_t const added_small = detail::scan(exec, next_small, "nodes");
-    std::int32_t const added_refs = detail::scan(exec, next_refs, "triangle references");
-    std::int32_t const added_staged = detail::scan(exec, staged, "triangle references");
+      detail::scan_async(exec, *v, a, scan_space);
+    Kokkos::parallel_for("kdforge::sah::totals", Policy(exec, 0, 1),
+                         detail::GatherTotals<decltype(totals), IntView>{totals, new_nodes, pool, next_large, next_small,
+                                                                         next_refs, staged, a});
+    detail::read_totals(exec, totals, totals_h);
+    std::int32_t const added_nodes = totals_h(0), added_pool = totals_h(1), added_large = totals_h(2),
+                       added_small = totals_h(3), added_refs = totals_h(4), added_staged = totals_h(5);
     KDFORGE_REQUIRE(std::int64_t(built_count) + added_nodes < std::numeric_limits<std::int32_t>::max() &&
-                        std::int64_t(pool_count) + added_pool < std::numeric_limits<std::int32_t>::max(),
+                        std::int64_t(pool_count) + added_pool < std::numeric_limits<std::int32_t>::max() &&
+                        (std::int64_t(root_count) + added_small) * small_capacity <
+                            std::numeric_limits<std::int32_t>::max(),
                     "build_sah_tree", "the tree would hold more than 2^31 - 1 nodes or leaf references");
-    exec.fence();
-    detail::grow(built, std::size_t(built_count + added_nodes));
-    detail::grow(pool_tris, std::size_t(pool_count + added_pool));
-    detail::grow(roots, std::size_t(root_count + added_small));
-    detail::grow(small_tris, std::size_t(root_count + added_small) * small_capacity);
-    detail::grow(small_boxes, std::size_t(root_count + added_small) * small_capacity);
-    LargeView next(Kokkos::view_alloc(W, "kdforge::sah::active"), added_large);
-    IntView next_tris(Kokkos::view_alloc(W, "kdforge::sah::tris"), added_refs);
-    BoxView next_boxes(Kokkos::view_alloc(W, "kdforge::sah::boxes"), added_refs);
-    IntView staged_tris(Kokkos::view_alloc(W, "kdforge::sah::staged_tris"), added_staged);
-    BoxView staged_boxes(Kokkos::view_alloc(W, "kdforge::sah::staged_boxes"), added_staged);
+    detail::grow(exec, built, std::size_t(built_count + added_nodes), std::size_t(built_count));
+    detail::grow(exec, pool_tris, std::size_t(pool_count + added_pool), std::size_t(pool_count));
+    detail::grow(exec, roots, std::size_t(root_count + added_small), std::size_t(root_count));
+    detail::grow(exec, small_tris, std::size_t(root_count + added_small) * small_capacity,
+                 std::size_t(root_count) * small_capacity);
+    detail::grow(exec, small_boxes, std::size_t(root_count + added_small) * small_capacity,
+                 std::size_t(root_count) * small_capacity);
+    detail::reserve(next, std::size_t(added_large));
+    detail::reserve(next_tris, std::size_t(added_refs));
+    detail::reserve(next_boxes, std::size_t(added_refs));
+    detail::reserve(staged_tris, std::size_t(added_staged));
+    detail::reserve(staged_boxes, std::size_t(added_staged));
     Kokkos::parallel_for("kdforge::sah::emit_large", Policy(exec, 0, a),
                          EmitLarge<T, LargeView, PlanView, IntView, IntView, BuiltView, RootView>{
                              active, plans, lscan, rscan, new_nodes, pool, next_large, next_small, next_refs, staged,
@@ -1095,14 +1157,15 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     Kokkos::parallel_for("kdforge::sah::small_roots", Policy(exec, 0, std::int64_t(added_small) * small_capacity),
                          FillSmallRoots<T, RootView, IntView, BoxView>{roots, root_count, staged_tris, staged_boxes,
                                                                         small_tris, small_boxes});
-    exec.fence();
     built_count += added_nodes;
     pool_count += added_pool;
     root_count += added_small;
-    active = next;
+    // the next level's lists become this one's; this one's are reused for the level after
+    std::swap(active, next);
+    std::swap(tris, next_tris);
+    std::swap(boxes, next_boxes);
     active_count = added_large;
-    tris = next_tris;
-    boxes = next_boxes;
+    ref_count = added_refs;
   }
 
   // ---- small-node stage
@@ -1113,28 +1176,31 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     Kokkos::parallel_for("kdforge::sah::preprocess_small", Policy(exec, 0, std::int64_t(root_count) * candidates_per_root),
                          PreprocessCandidates<T, RootView, BoxView, CandView>{roots, small_boxes, candidates});
     SmallView small(Kokkos::view_alloc(W, "kdforge::sah::small"), root_count);
+    SmallView next_small_nodes(Kokkos::view_alloc(W, "kdforge::sah::small"), 0);
+    IntView choice(Kokkos::view_alloc(W, "kdforge::sah::choice"), 0);
+    IntView children(Kokkos::view_alloc(W, "kdforge::sah::children"), 0);
     Kokkos::parallel_for("kdforge::sah::start_small", Policy(exec, 0, root_count),
                          StartSmallNodes<T, RootView, SmallView>{roots, small});
     std::int32_t small_count = root_count;
     while (small_count > 0) {
-      IntView choice(Kokkos::view_alloc(W, "kdforge::sah::choice"), small_count);
-      IntView children(Kokkos::view_alloc(W, "kdforge::sah::children"), small_count + 1);
+      detail::reserve(choice, std::size_t(small_count));
+      detail::reserve(children, std::size_t(small_count) + 1);
       Kokkos::parallel_for("kdforge::sah::choose_small", Policy(exec, 0, small_count),
                            ChooseSmallSplit<T, SmallView, CandView, IntView, IntView>{small, candidates, choice,
                                                                                      children, costs, max_depth});
-      Kokkos::deep_copy(exec, Kokkos::subview(children, small_count), 0);
-      std::int32_t const added = detail::scan(exec, children, "nodes");
-      KDFORGE_REQUIRE(std::int64_t(built_count) + added < std::numeric_limits<std::int32_t>::max(), "build_sah_tree",
-                      "the tree would hold more than 2^31 - 1 nodes");
+      detail::scan_async(exec, children, small_count, scan_space);
+      std::int32_t added = 0;
+      Kokkos::deep_copy(exec, added, Kokkos::subview(children, small_count));
       exec.fence();
-      detail::grow(built, std::size_t(built_count + added));
-      SmallView next(Kokkos::view_alloc(W, "kdforge::sah::small"), added);
+      KDFORGE_REQUIRE(added >= 0 && std::int64_t(built_count) + added < std::numeric_limits<std::int32_t>::max(),
+                      "build_sah_tree", "the tree would hold more than 2^31 - 1 nodes");
+      detail::grow(exec, built, std::size_t(built_count + added), std::size_t(built_count));
+      detail::reserve(next_small_nodes, std::size_t(added));
       Kokkos::parallel_for("kdforge::sah::split_small", Policy(exec, 0, small_count),
                            SplitSmall<T, SmallView, CandView, IntView, IntView, BuiltView>{
-                               small, candidates, choice, children, built, next, built_count});
-      exec.fence();
+                               small, candidates, choice, children, built, next_small_nodes, built_count});
       built_count += added;
-      small = next;
+      std::swap(small, next_small_nodes);
       small_count = added;
     }
   }
