@@ -15,7 +15,8 @@
 // so every pass has at most one ray per pixel: contributions are added to
 // the pixel without atomics, in an order fixed by the passes, and the image
 // is the same on every backend up to the floating point of each target's
-// math functions. Shading is Blinn-Phong with flat (geometric) normals.
+// math functions. Shading is Blinn-Phong with vertex normals interpolated
+// at the hit (the geometric normal decides sides and ray offsets).
 #include "scenes.hpp"
 
 #include <kdforge/kdforge.hpp>
@@ -61,6 +62,7 @@ public:
     auto const nf = scene.mesh.triangle_count();
     base_ = upload<float* [3]>(scene.mesh.vertices, nv, "base");
     motion_ = upload<float* [3]>(scene.motion, nv, "motion");
+    normals_ = upload<float* [3]>(scene.normals, nv, "normals");
     vertices_ = Kokkos::View<float* [3], MS>("kdforge_rays::vertices", nv);
     triangles_ = upload<std::int32_t* [3]>(scene.mesh.triangles, nf, "triangles");
     material_ = upload<std::uint8_t*>(scene.mesh.material, nf, "material");
@@ -252,7 +254,7 @@ public: // kernels (public: CUDA lambdas may not live in private member function
     auto pixel = pixel_;
     auto weight = weight_, next_weight = next_weight_, light = light_, image = image_;
     auto spawn = spawn_;
-    auto vertices = vertices_;
+    auto vertices = vertices_, normals = normals_;
     auto triangles = triangles_;
     auto material = material_;
     auto materials = materials_;
@@ -304,6 +306,19 @@ public: // kernels (public: CUDA lambdas may not live in private member function
           bool const inside = dot3(nrm, dir) > 0; // hit from behind: flip the normal to face the ray
           if (inside)
             for (int d = 0; d < 3; ++d) nrm[d] = -nrm[d];
+          // the shading normal: the vertex normals interpolated at the hit,
+          // turned to the ray's side; the geometric one where they disagree
+          // (a silhouette of a coarse mesh) or vanish
+          float sn[3];
+          float const w0 = 1 - h.u - h.v;
+          for (int d = 0; d < 3; ++d)
+            sn[d] = w0 * normals(triangles(h.triangle, 0), d) + h.u * normals(triangles(h.triangle, 1), d) +
+                    h.v * normals(triangles(h.triangle, 2), d);
+          float const snl = ::sqrtf(dot3(sn, sn));
+          float const side = dot3(sn, nrm) < 0 ? -1.f : 1.f;
+          for (int d = 0; d < 3; ++d) sn[d] = snl > 0 ? side * sn[d] / snl : nrm[d];
+          if (dot3(sn, dir) >= 0)
+            for (int d = 0; d < 3; ++d) sn[d] = nrm[d];
           Material const m = materials(material(h.triangle));
           for (int c = 0; c < 3; ++c) image(px, c) += w[c] * 0.06f * m.color[c]; // ambient
           for (int l = 0; l < nl; ++l) {
@@ -311,15 +326,15 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             float to[3], half[3];
             for (int d = 0; d < 3; ++d) to[d] = L.position[d] - p[d];
             float const dist = ::sqrtf(dot3(to, to));
-            float const cosl = dist > 0 ? dot3(nrm, to) / dist : 0.f;
-            if (!(cosl > 0)) {
+            float const cosl = dist > 0 ? dot3(sn, to) / dist : 0.f;
+            if (!(cosl > 0) || !(dot3(nrm, to) > 0)) { // facing away, or behind the true surface
               shadow(i * nl + l) = empty;
               for (int c = 0; c < 3; ++c) light(i * nl + l, c) = 0;
               continue;
             }
             for (int d = 0; d < 3; ++d) half[d] = to[d] / dist - dir[d];
             float const hl = ::sqrtf(dot3(half, half));
-            float const cosh = hl > 0 ? ::fmaxf(0.f, dot3(nrm, half) / hl) : 0.f;
+            float const cosh = hl > 0 ? ::fmaxf(0.f, dot3(sn, half) / hl) : 0.f;
             float const spec = m.specular * ::powf(cosh, m.shininess);
             for (int c = 0; c < 3; ++c) light(i * nl + l, c) = w[c] * L.color[c] * (m.color[c] * cosl + spec);
             kdforge::Ray<float> s;
@@ -332,7 +347,7 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             shadow(i * nl + l) = s;
           }
           if (!spawn_secondary || (m.transmit <= 0 && m.reflect <= 0)) return;
-          float const cosi = -dot3(nrm, dir);
+          float const cosi = -dot3(sn, dir);
           float out[3];
           float share = m.reflect;
           float sign = 1; // the new origin's side of the surface: +1 in front, -1 behind
@@ -344,13 +359,13 @@ public: // kernels (public: CUDA lambdas may not live in private member function
               reflect = true; // total internal reflection
               share = m.transmit;
             } else {
-              for (int d = 0; d < 3; ++d) out[d] = eta * dir[d] + (eta * cosi - ::sqrtf(k)) * nrm[d];
+              for (int d = 0; d < 3; ++d) out[d] = eta * dir[d] + (eta * cosi - ::sqrtf(k)) * sn[d];
               share = m.transmit;
               sign = -1;
             }
           }
           if (reflect)
-            for (int d = 0; d < 3; ++d) out[d] = dir[d] + 2 * cosi * nrm[d];
+            for (int d = 0; d < 3; ++d) out[d] = dir[d] + 2 * cosi * sn[d];
           kdforge::Ray<float> s;
           for (int d = 0; d < 3; ++d) {
             s.origin[d] = p[d] + sign * eps * nrm[d];
@@ -411,7 +426,7 @@ private:
   int lights_count_;
   float epsilon_ = 1e-4f;
   Camera camera_;
-  Kokkos::View<float* [3], MS> base_, motion_, vertices_;
+  Kokkos::View<float* [3], MS> base_, motion_, normals_, vertices_;
   Kokkos::View<std::int32_t* [3], MS> triangles_;
   Kokkos::View<std::uint8_t*, MS> material_;
   Kokkos::View<Material*, MS> materials_;

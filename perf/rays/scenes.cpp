@@ -307,6 +307,28 @@ Scene from_file(std::string const& file) {
   return s;
 }
 
+// area-weighted vertex normals, for smooth shading of tessellated surfaces
+void add_normals(Scene& s) {
+  auto const& v = s.mesh.vertices;
+  auto const& t = s.mesh.triangles;
+  std::vector<double> n(v.size(), 0.0);
+  for (std::size_t f = 0; f + 2 < t.size(); f += 3) {
+    double e1[3], e2[3];
+    for (int d = 0; d < 3; ++d) {
+      e1[d] = double(v[3 * std::size_t(t[f + 1]) + d]) - v[3 * std::size_t(t[f]) + d];
+      e2[d] = double(v[3 * std::size_t(t[f + 2]) + d]) - v[3 * std::size_t(t[f]) + d];
+    }
+    double const c[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+    for (int k = 0; k < 3; ++k)
+      for (int d = 0; d < 3; ++d) n[3 * std::size_t(t[f + std::size_t(k)]) + d] += c[d];
+  }
+  s.normals.resize(v.size());
+  for (std::size_t i = 0; i < v.size(); i += 3) {
+    double const l = std::sqrt(n[i] * n[i] + n[i + 1] * n[i + 1] + n[i + 2] * n[i + 2]);
+    for (int d = 0; d < 3; ++d) s.normals[i + std::size_t(d)] = l > 0 ? float(n[i + std::size_t(d)] / l) : 0.f;
+  }
+}
+
 } // namespace
 
 std::vector<std::string> scene_names() {
@@ -323,13 +345,14 @@ Scene make_scene(std::string const& name) {
   else if (name == "dragon") s = blob(350, 360, "Dragon");
   else if (name == "blob-1m") s = blob(700, 714, "");
   else if (name == "blob-5m") s = blob(1580, 1582, "");
-  else if (name.find('.') != std::string::npos) return from_file(name);
+  else if (name.find('.') != std::string::npos) s = from_file(name);
   else {
     std::string all;
     for (auto const& n : scene_names()) all += " " + n;
     throw kdforge::Error("kdforge: unknown scene '" + name + "' (scenes:" + all + "; or a .obj / .ply file)");
   }
   s.name = name;
+  add_normals(s);
   return s;
 }
 

@@ -36,7 +36,8 @@ struct Camera {
 struct Scene {
   std::string name;
   Mesh mesh;
-  std::vector<float> motion; // 3 per vertex
+  std::vector<float> motion;  // 3 per vertex
+  std::vector<float> normals; // 3 per vertex: the area-weighted mean of its triangles' normals at time 0
   std::vector<Material> materials;
   std::vector<Light> lights;
   Camera camera;
