@@ -252,21 +252,39 @@ struct FillChunkOwners {
   }
 };
 
-// the paper's per-chunk reduction of the references' boxes
-template <class T, class Nodes, class ChunkOffsets, class ChunkNode, class Boxes, class ChunkBoxes>
+// Team sizes of the per-chunk and per-node reductions: the paper's chunk of
+// 256 references, or a small node's candidates, spread over a GPU team;
+// one thread a team on host backends, which loop over the chunk as before.
+template <class Exec>
+constexpr int reduction_team_size() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible ? 1 : 128;
+}
+
+// the paper's per-chunk reduction of the references' boxes: each thread of
+// the chunk's team extends its box, then the team folds the boxes in
+// shared memory (a union: the same box in any order)
+template <class T, class Nodes, class ChunkOffsets, class ChunkNode, class Boxes, class ChunkBoxes, class Member>
 struct ChunkReduce {
   Nodes nodes;
   ChunkOffsets chunks;
   ChunkNode owner;
   Boxes boxes;
   ChunkBoxes chunk_boxes;
-  KOKKOS_FUNCTION void operator()(std::int64_t k) const {
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    std::int64_t const k = team.league_rank();
+    int const t = team.team_rank(), ts = team.team_size();
     std::int32_t const i = owner(k);
     std::int32_t const b = nodes(i).begin + (std::int32_t(k) - chunks(i)) * chunk_size;
     std::int32_t const e = b + chunk_size < nodes(i).end ? b + chunk_size : nodes(i).end;
     Box<T, 3> box = Box<T, 3>::empty();
-    for (std::int32_t r = b; r < e; ++r) box.extend(boxes(r));
-    chunk_boxes(k) = box;
+    for (std::int32_t r = b + t; r < e; r += ts) box.extend(boxes(r));
+    Box<T, 3>* part = static_cast<Box<T, 3>*>(team.team_shmem().get_shmem(sizeof(Box<T, 3>) * ts));
+    part[t] = box;
+    for (int half = ts / 2; half > 0; half /= 2) {
+      team.team_barrier();
+      if (t < half) part[t].extend(part[t + half]);
+    }
+    if (t == 0) chunk_boxes(k) = part[0];
   }
 };
 
@@ -340,8 +358,10 @@ struct PlanLarge {
 };
 
 // per chunk: how many references the median plane of each axis would send
-// to each side (by their boxes), as the paper counts children's triangles
-template <class T, class Nodes, class ChunkOffsets, class ChunkNode, class Plans, class Boxes, class Counts>
+// to each side (by their boxes), as the paper counts children's triangles;
+// the chunk's team sums its threads' counts in shared memory
+template <class T, class Nodes, class ChunkOffsets, class ChunkNode, class Plans, class Boxes, class Counts,
+          class Member>
 struct ChunkCountAxes {
   Nodes nodes;
   ChunkOffsets chunks;
@@ -349,7 +369,9 @@ struct ChunkCountAxes {
   Plans plans;
   Boxes boxes;
   Counts counts; // chunk x 6: left and right of axis 0, 1, 2
-  KOKKOS_FUNCTION void operator()(std::int64_t k) const {
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    std::int64_t const k = team.league_rank();
+    int const t = team.team_rank(), ts = team.team_size();
     std::int32_t const i = owner(k);
     LargePlan<T> const& p = plans(i);
     std::int32_t c[6] = {0, 0, 0, 0, 0, 0};
@@ -358,7 +380,7 @@ struct ChunkCountAxes {
       std::int32_t const e = b + chunk_size < nodes(i).end ? b + chunk_size : nodes(i).end;
       T s[3];
       for (int d = 0; d < 3; ++d) s[d] = cell_median(p.cell, d);
-      for (std::int32_t r = b; r < e; ++r) {
+      for (std::int32_t r = b + t; r < e; r += ts) {
         Box<T, 3> const box = boxes(r);
         for (int d = 0; d < 3; ++d) {
           bool left, right;
@@ -368,7 +390,15 @@ struct ChunkCountAxes {
         }
       }
     }
-    for (int j = 0; j < 6; ++j) counts(k, j) = c[j];
+    std::int32_t* part = static_cast<std::int32_t*>(team.team_shmem().get_shmem(sizeof(std::int32_t) * 6 * ts));
+    for (int j = 0; j < 6; ++j) part[6 * t + j] = c[j];
+    for (int half = ts / 2; half > 0; half /= 2) {
+      team.team_barrier();
+      if (t < half)
+        for (int j = 0; j < 6; ++j) part[6 * t + j] += part[6 * (t + half) + j];
+    }
+    if (t == 0)
+      for (int j = 0; j < 6; ++j) counts(k, j) = part[j];
   }
 };
 
@@ -739,8 +769,10 @@ struct StartSmallNodes {
   }
 };
 
-// PROCESSSMALLNODES, first half: the cheapest candidate per node (-1: leaf)
-template <class T, class Small, class Candidates, class Choice, class Counts>
+// PROCESSSMALLNODES, first half: the cheapest candidate per node (-1: leaf).
+// The node's team splits its candidates; the cheapest wins, and between
+// equal costs the first candidate, as a loop over them in order would pick.
+template <class T, class Small, class Candidates, class Choice, class Counts, class Member>
 struct ChooseSmallSplit {
   Small small;
   Candidates candidates;
@@ -748,19 +780,22 @@ struct ChooseSmallSplit {
   Counts children;
   Costs costs;
   int max_depth;
-  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    std::int64_t const i = team.league_rank();
+    int const t = team.team_rank(), ts = team.team_size();
     SmallNode<T> const node = small(i);
     std::uint64_t const s = node.mask;
     int const n = backend::popcount64(s);
     double const a0 = area(node.cell);
+    double const leaf_cost = backend::mul_rn(costs.intersection, double(n)); // SAH0: the leaf
+    double best_cost = leaf_cost;
     std::int32_t best = -1;
     if (n > 0 && a0 > 0.0 && node.depth + 1 <= max_depth) {
-      double best_cost = backend::mul_rn(costs.intersection, double(n)); // SAH0: the leaf
       std::int64_t const base = std::int64_t(node.root) * candidates_per_root;
-      for (int c = 0; c < candidates_per_root; ++c) {
+      for (int c = t; c < candidates_per_root; c += ts) {
         if (!((s >> (c / 6)) & 1u)) continue; // j.triangle in s
         Candidate<T> const cand = candidates(base + c);
-        if (cand.dim < 0) break; // past the root's candidates
+        if (cand.dim < 0) break; // past the root's candidates (all later ones too)
         int const d = cand.dim;
         if (!(cand.value > node.cell.lo[d] && cand.value < node.cell.hi[d])) continue;
         int const cl = backend::popcount64(s & cand.left);
@@ -774,8 +809,28 @@ struct ChooseSmallSplit {
         }
       }
     }
-    choice(i) = best;
-    children(i) = best >= 0 ? 2 : 0;
+    auto* part_cost = static_cast<double*>(team.team_shmem().get_shmem(sizeof(double) * ts));
+    auto* part_best = static_cast<std::int32_t*>(team.team_shmem().get_shmem(sizeof(std::int32_t) * ts));
+    part_cost[t] = best_cost;
+    part_best[t] = best;
+    for (int half = ts / 2; half > 0; half /= 2) {
+      team.team_barrier();
+      if (t < half) {
+        double const oc = part_cost[t + half];
+        std::int32_t const ob = part_best[t + half];
+        // a real split beats the leaf only when cheaper; between splits, the cheaper, then the first
+        bool const take = ob >= 0 && (part_best[t] < 0 ? oc < leaf_cost
+                                                       : (oc < part_cost[t] || (oc == part_cost[t] && ob < part_best[t])));
+        if (take) {
+          part_cost[t] = oc;
+          part_best[t] = ob;
+        }
+      }
+    }
+    if (t == 0) {
+      choice(i) = part_best[0];
+      children(i) = part_best[0] >= 0 ? 2 : 0;
+    }
   }
 };
 
@@ -985,6 +1040,9 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
                                                   Triangles const& triangles, SahOptions const& options) {
   using MS = typename Exec::memory_space;
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
+  using Team = Kokkos::TeamPolicy<Exec>;
+  using Member = typename Team::member_type;
+  int const team_size = reduction_team_size<Exec>();
   using BoxView = Kokkos::View<Box<T, 3>*, MS>;
   using IntView = Kokkos::View<std::int32_t*, MS>;
   using LargeView = Kokkos::View<LargeNode<T>*, MS>;
@@ -1092,17 +1150,20 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     detail::reserve(chunk_boxes, std::size_t(chunk_count));
     Kokkos::parallel_for("kdforge::sah::chunk_owners", Policy(exec, 0, a),
                          FillChunkOwners<IntView, IntView>{chunks, owner});
-    Kokkos::parallel_for(
-        "kdforge::sah::chunk_boxes", Policy(exec, 0, chunk_count),
-        ChunkReduce<T, LargeView, IntView, IntView, BoxView, BoxView>{active, chunks, owner, boxes, chunk_boxes});
+    Kokkos::parallel_for("kdforge::sah::chunk_boxes",
+                         Team(exec, chunk_count, team_size).set_scratch_size(0, Kokkos::PerTeam(sizeof(Box<T, 3>) * team_size)),
+                         ChunkReduce<T, LargeView, IntView, IntView, BoxView, BoxView, Member>{active, chunks, owner,
+                                                                                              boxes, chunk_boxes});
     detail::reserve(plans, std::size_t(a));
     Kokkos::parallel_for("kdforge::sah::plan_large", Policy(exec, 0, a),
                          PlanLarge<T, LargeView, IntView, BoxView, PlanView>{
                              active, chunks, chunk_boxes, plans, T(options.empty_space_ratio), max_depth});
     detail::reserve(axis_counts, std::size_t(chunk_count));
-    Kokkos::parallel_for("kdforge::sah::count_axes", Policy(exec, 0, chunk_count),
-                         ChunkCountAxes<T, LargeView, IntView, IntView, PlanView, BoxView, decltype(axis_counts)>{
-                             active, chunks, owner, plans, boxes, axis_counts});
+    Kokkos::parallel_for(
+        "kdforge::sah::count_axes",
+        Team(exec, chunk_count, team_size).set_scratch_size(0, Kokkos::PerTeam(6 * sizeof(std::int32_t) * team_size)),
+        ChunkCountAxes<T, LargeView, IntView, IntView, PlanView, BoxView, decltype(axis_counts), Member>{
+            active, chunks, owner, plans, boxes, axis_counts});
     Kokkos::parallel_for("kdforge::sah::choose_axis", Policy(exec, 0, a),
                          ChooseLargeAxis<T, LargeView, IntView, PlanView, decltype(axis_counts)>{
                              active, chunks, plans, axis_counts, costs});
@@ -1185,9 +1246,11 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     while (small_count > 0) {
       detail::reserve(choice, std::size_t(small_count));
       detail::reserve(children, std::size_t(small_count) + 1);
-      Kokkos::parallel_for("kdforge::sah::choose_small", Policy(exec, 0, small_count),
-                           ChooseSmallSplit<T, SmallView, CandView, IntView, IntView>{small, candidates, choice,
-                                                                                     children, costs, max_depth});
+      Kokkos::parallel_for("kdforge::sah::choose_small",
+                           Team(exec, small_count, team_size)
+                               .set_scratch_size(0, Kokkos::PerTeam((sizeof(double) + sizeof(std::int32_t)) * team_size + 16)),
+                           ChooseSmallSplit<T, SmallView, CandView, IntView, IntView, Member>{
+                               small, candidates, choice, children, costs, max_depth});
       detail::scan_async(exec, children, small_count, scan_space);
       std::int32_t added = 0;
       Kokkos::deep_copy(exec, added, Kokkos::subview(children, small_count));
