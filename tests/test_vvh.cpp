@@ -3,11 +3,13 @@
 // between the children's points), queries equal to brute force (knn,
 // closest point, radius count and search, per-query radii), degenerate
 // photon sets (all on a plane, all identical, one, none), the same tree on
-// every backend, bad input refused.
+// every backend, bad input refused; kNN by iterative range search (Algorithm
+// 6): rows that hold the exact k nearest, and exactly k equal to brute force.
 #include "brute_force.hpp"
 #include "test_helpers.hpp"
 
 #include <kdforge/build_vvh_tree.hpp>
+#include <kdforge/range_knn.hpp>
 #include <kdforge/kdforge.hpp>
 
 #include <cmath>
@@ -186,7 +188,7 @@ void check_vvh_queries(Exec const& exec, Tree const& tree, std::vector<Point<T, 
 template <class T>
 std::vector<Point<T, 3>> queries_for(std::vector<Point<T, 3>> const& pts, std::size_t m, std::uint64_t seed) {
   auto q = test::make_points<T, 3>(m, Distribution::uniform, seed);
-  for (std::size_t i = 0; i < 20 && !pts.empty(); ++i) q[i] = pts[i * 13 % pts.size()]; // on photons: ties
+  for (std::size_t i = 0; i < 20 && i < m && !pts.empty(); ++i) q[i] = pts[i * 13 % pts.size()]; // on photons: ties
   return q;
 }
 
@@ -307,4 +309,109 @@ TEST_CASE_TEMPLATE("VVH trees refuse bad input with a clear error", Exec, KDFORG
   CHECK_THROWS_WITH_AS(build_vvh_tree(exec, to_device<Exec>(pts, "p"), o), doctest::Contains("small_node_size"), Error);
   Kokkos::View<float**, typename Exec::memory_space> four("four", 10, 4);
   CHECK_THROWS_WITH_AS(build_vvh_tree(exec, four), doctest::Contains("3-D"), Error);
+}
+
+namespace {
+
+/// range_knn_rows: every row holds the exact k nearest (by brute force) and
+/// every point within its r_k, nothing beyond; range_knn: exactly brute
+/// force's k nearest.
+template <class Exec, class Tree, class T>
+void check_range_knn(Exec const& exec, Tree const& tree, std::vector<Point<T, 3>> const& pts,
+                     std::vector<Point<T, 3>> const& queries, int k, RangeKnnOptions const& o) {
+  CAPTURE(k);
+  auto const q = rows<Exec>(queries);
+  std::size_t const m = queries.size();
+  auto const g = range_knn_rows(exec, tree, q, k, o);
+  auto const radii = to_host(g.radii);
+  auto const off = to_host(g.rows.offsets);
+  auto const idx = to_host(g.rows.indices);
+  auto const sqd = to_host(g.rows.sq_distances);
+  REQUIRE(off.size() == m + 1);
+  for (std::size_t i = 0; i < m; ++i) {
+    CAPTURE(i);
+    T const r = radii[i];
+    T const sq_r = backend::mul_rn(r, r);
+    auto const within = test::brute_radius(pts, queries[i], sq_r);
+    auto const nearest = test::brute_knn(pts, queries[i], k, std::numeric_limits<T>::infinity());
+    // the row is exactly the points within r_k, sorted
+    REQUIRE(off[i + 1] - off[i] == std::int64_t(within.size()));
+    for (std::size_t j = 0; j < within.size(); ++j) {
+      CHECK(std::int64_t(idx[std::size_t(off[i]) + j]) == within[j].index);
+      CHECK(sqd[std::size_t(off[i]) + j] == within[j].sq_dist);
+    }
+    // which includes the k nearest: at least min(k, n) points
+    CHECK(within.size() >= nearest.size());
+    for (std::size_t j = 0; j < nearest.size() && j < within.size(); ++j) CHECK(within[j].index == nearest[j].index);
+  }
+  auto const nn = range_knn(exec, tree, q, k, o);
+  auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, nn.indices);
+  auto const hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, nn.sq_distances);
+  for (std::size_t i = 0; i < m; ++i) {
+    CAPTURE(i);
+    auto const ref = test::brute_knn(pts, queries[i], k, std::numeric_limits<T>::infinity());
+    for (int j = 0; j < k; ++j) {
+      if (std::size_t(j) < ref.size()) {
+        CHECK(std::int64_t(hi(i, j)) == ref[std::size_t(j)].index);
+        CHECK(hd(i, j) == ref[std::size_t(j)].sq_dist);
+      } else {
+        CHECK(std::int64_t(hi(i, j)) == -1);
+        CHECK(std::isinf(hd(i, j)));
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("kNN by iterative range search: rows hold the k nearest, exactly k equals brute force", Exec,
+                   KDFORGE_TEST_SPACES) {
+  Exec exec;
+  for (auto dist : {Distribution::uniform, Distribution::clustered, Distribution::scan, Distribution::plane,
+                    Distribution::duplicates, Distribution::half_copies}) {
+    CAPTURE(test::name(dist));
+    auto const pts = test::make_points<float, 3>(4000, dist, 81);
+    auto const tree = build_vvh_tree(exec, to_device<Exec>(pts, "p"));
+    auto const queries = queries_for(pts, 100, 82);
+    for (int k : {1, 10, 50}) check_range_knn(exec, tree, pts, queries, k, RangeKnnOptions{});
+  }
+  auto const pts = test::make_points<double, 3>(3000, Distribution::sphere, 83);
+  auto const queries = queries_for(pts, 60, 84);
+  VvhOptions vo;
+  vo.expected_k = 20;
+  auto const tree = build_vvh_tree(exec, to_device<Exec>(pts, "p"), vo);
+  RangeKnnOptions o;
+  check_range_knn(exec, tree, pts, queries, 20, o);
+  o.iterations = 0; // r0 alone: conservative
+  check_range_knn(exec, tree, pts, queries, 20, o);
+  o.iterations = 4;
+  o.histogram_bins = 7;
+  check_range_knn(exec, tree, pts, queries, 20, o);
+  o = RangeKnnOptions{};
+  o.initial_radius = 1e-4; // far too small: grown until k are in reach
+  check_range_knn(exec, tree, pts, queries, 20, o);
+  o.initial_radius = 10.0;
+  check_range_knn(exec, tree, pts, queries, 20, o);
+}
+
+TEST_CASE_TEMPLATE("kNN by iterative range search on degenerate photon sets", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(60)}) {
+    CAPTURE(n);
+    auto const pts = test::make_points<float, 3>(n, Distribution::uniform, 91);
+    auto const tree = build_vvh_tree(exec, to_device<Exec>(pts, "p"));
+    check_range_knn(exec, tree, pts, queries_for(pts, 30, 92), 10, RangeKnnOptions{});
+  }
+  auto const same = test::make_points<float, 3>(500, Distribution::identical, 93);
+  auto const t1 = build_vvh_tree(exec, to_device<Exec>(same, "p"));
+  check_range_knn(exec, t1, same, queries_for(same, 30, 94), 8, RangeKnnOptions{});
+  auto const line = test::make_points<float, 3>(2000, Distribution::line, 95);
+  auto const t2 = build_vvh_tree(exec, to_device<Exec>(line, "p"));
+  check_range_knn(exec, t2, line, queries_for(line, 30, 96), 16, RangeKnnOptions{});
+  // bad options
+  auto const q = rows<Exec>(queries_for(line, 5, 97));
+  CHECK_THROWS_WITH_AS(range_knn(exec, t2, q, 0), doctest::Contains("k must be"), Error);
+  RangeKnnOptions o;
+  o.histogram_bins = 0;
+  CHECK_THROWS_WITH_AS(range_knn_rows(exec, t2, q, 4, o), doctest::Contains("histogram_bins"), Error);
 }
