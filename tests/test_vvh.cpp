@@ -415,3 +415,16 @@ TEST_CASE_TEMPLATE("kNN by iterative range search on degenerate photon sets", Ex
   o.histogram_bins = 0;
   CHECK_THROWS_WITH_AS(range_knn_rows(exec, t2, q, 4, o), doctest::Contains("histogram_bins"), Error);
 }
+
+TEST_CASE_TEMPLATE("kNN by iterative range search gives the same radii on every backend", Exec, KDFORGE_TEST_SPACES) {
+  using Host = Kokkos::Serial;
+  auto const pts = test::make_points<float, 3>(5000, Distribution::scan, 101);
+  auto const queries = queries_for(pts, 300, 102);
+  auto const a = build_vvh_tree(Exec{}, to_device<Exec>(pts, "p"));
+  auto const b = build_vvh_tree(Host{}, to_device<Host>(pts, "p"));
+  auto const ga = range_knn_rows(Exec{}, a, rows<Exec>(queries), 40);
+  auto const gb = range_knn_rows(Host{}, b, rows<Host>(queries), 40);
+  CHECK(to_host(ga.radii) == to_host(gb.radii));
+  CHECK(to_host(ga.rows.offsets) == to_host(gb.rows.offsets));
+  CHECK(to_host(ga.rows.indices) == to_host(gb.rows.indices));
+}

@@ -26,6 +26,8 @@
 //    fewer than k).
 //  - |p - Ci| + Ri is rounded up (times 1 + 8 eps), so r0 stays conservative
 //    despite rounding.
+//  - Every product and sum that decides a radius is rounded on its own (no
+//    fused multiply-add), so r_k and the rows are the same on every backend.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/kernels/query/launch.hpp>
@@ -102,7 +104,7 @@ KOKKOS_FUNCTION typename Tree::coordinate_type farthest_reach(Tree const& tree, 
     s = d == 0 ? backend::mul_rn(t, t) : backend::add_rn(s, backend::mul_rn(t, t));
   }
   T r = T(::sqrt(s));
-  while (backend::mul_rn(r, r) < s) r = r * round_up<T>() + tiny<T>();
+  while (backend::mul_rn(r, r) < s) r = backend::add_rn(backend::mul_rn(r, round_up<T>()), tiny<T>());
   return r;
 }
 
@@ -220,7 +222,7 @@ KOKKOS_FUNCTION double node_radius(Tree const& tree, std::int64_t s) {
   double r = 0.0;
   for (int d = 0; d < 3; ++d) {
     double const e = double(tree.hi(s, d)) - double(tree.lo(s, d));
-    r += e * e;
+    r = backend::add_rn(r, backend::mul_rn(e, e)); // no fused multiply-add: the same nodes on every backend
   }
   return 0.5 * ::sqrt(r);
 }
