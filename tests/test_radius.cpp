@@ -10,7 +10,10 @@
 #include <kdforge/kdforge.hpp>
 
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
+#include <vector>
 #include <string>
 
 #if defined(__linux__)
@@ -118,3 +121,110 @@ TEST_CASE_TEMPLATE("out of memory in the CPU radius search is an error, not a cr
   }
 }
 #endif
+
+namespace {
+
+// Rows of query i from a per-query call equal row i of a call with radius
+// radii[i] alone: counts, unsorted rows (same traversal order), sorted rows,
+// capped rows.
+template <class Exec, class Tree, class Q>
+void check_per_query_radii(Exec const& exec, Tree const& tree, Q const& dq, std::vector<double> const& radii,
+                           std::vector<double> const& distinct) {
+  auto const dr = to_device<Exec>(radii, "radii");
+  for (std::int64_t cap : {std::int64_t(-1), std::int64_t(5)}) {
+    for (bool sort : {false, true}) {
+      CAPTURE(cap);
+      CAPTURE(sort);
+      RadiusOptions ro;
+      ro.sort = sort;
+      ro.max_neighbors = cap;
+      auto const counts = to_host(radius_count(exec, tree, dq, dr, ro));
+      auto const rs = radius_search(exec, tree, dq, dr, ro);
+      auto const off = to_host(rs.offsets);
+      auto const idx = to_host(rs.indices);
+      auto const sqd = to_host(rs.sq_distances);
+      REQUIRE(off.size() == radii.size() + 1);
+      for (double r : distinct) {
+        CAPTURE(r);
+        auto const c1 = to_host(radius_count(exec, tree, dq, r, ro));
+        auto const r1 = radius_search(exec, tree, dq, r, ro);
+        auto const off1 = to_host(r1.offsets);
+        auto const idx1 = to_host(r1.indices);
+        auto const sqd1 = to_host(r1.sq_distances);
+        for (std::size_t i = 0; i < radii.size(); ++i) {
+          if (!(radii[i] == r)) continue;
+          CAPTURE(i);
+          CHECK(counts[i] == c1[i]);
+          REQUIRE(off[i + 1] - off[i] == off1[i + 1] - off1[i]);
+          for (std::int64_t j = 0; j < off[i + 1] - off[i]; ++j) {
+            CHECK(idx[off[i] + j] == idx1[off1[i] + j]);
+            CHECK(sqd[off[i] + j] == sqd1[off1[i] + j]);
+          }
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("per-query radii equal running each radius alone, on every tree kind", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  std::vector<double> const distinct = {0.0, 0.03, 0.1, 0.25, std::numeric_limits<double>::infinity()};
+  auto pts = test::make_points<float, 3>(3000, Distribution::clustered, 91);
+  auto queries = test::make_points<float, 3>(400, Distribution::uniform, 92);
+  for (int i = 0; i < 50; ++i) queries[i] = pts[i * 41 % pts.size()];
+  std::vector<double> radii(queries.size());
+  for (std::size_t i = 0; i < radii.size(); ++i) radii[i] = distinct[(i * 7 + i / 3) % distinct.size()];
+  auto const dq = to_device<Exec>(queries, "q");
+  auto const dp = to_device<Exec>(pts, "p");
+  {
+    auto tree = build_left_balanced(exec, dp);
+    check_per_query_radii(exec, tree, dq, radii, distinct);
+  }
+  {
+    auto tree = build_split_sort(exec, dp);
+    check_per_query_radii(exec, tree, dq, radii, distinct);
+  }
+  {
+    Kokkos::View<float**, typename Exec::memory_space> p2("p2", pts.size(), 3), q2("q2", queries.size(), 3);
+    auto hp = Kokkos::create_mirror_view(p2);
+    auto hq = Kokkos::create_mirror_view(q2);
+    for (std::size_t i = 0; i < pts.size(); ++i)
+      for (int d = 0; d < 3; ++d) hp(i, d) = pts[i][d];
+    for (std::size_t i = 0; i < queries.size(); ++i)
+      for (int d = 0; d < 3; ++d) hq(i, d) = queries[i][d];
+    Kokkos::deep_copy(p2, hp);
+    Kokkos::deep_copy(q2, hq);
+    auto tree = build_bucket_tree(exec, p2);
+    check_per_query_radii(exec, tree, q2, radii, distinct);
+  }
+  // float radii, as a user's gather radii often are
+  {
+    std::vector<float> fr(radii.begin(), radii.end());
+    auto tree = build_left_balanced(exec, dp);
+    auto const a = to_host(radius_count(exec, tree, dq, to_device<Exec>(fr, "fr")));
+    auto const b = to_host(radius_count(exec, tree, dq, to_device<Exec>(radii, "dr")));
+    CHECK(a == b);
+  }
+}
+
+TEST_CASE_TEMPLATE("per-query radii are checked like the scalar radius", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  auto pts = test::make_points<float, 3>(200, Distribution::uniform, 3);
+  auto queries = test::make_points<float, 3>(10, Distribution::uniform, 4);
+  auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+  auto const dq = to_device<Exec>(queries, "q");
+  std::vector<double> radii(10, 0.1);
+  radii[4] = -1.0;
+  CHECK_THROWS_WITH_AS(radius_count(exec, tree, dq, to_device<Exec>(radii, "r")), doctest::Contains("radii(4)"), Error);
+  radii[4] = std::nan("");
+  radii[2] = std::nan("");
+  CHECK_THROWS_WITH_AS(radius_search(exec, tree, dq, to_device<Exec>(radii, "r")), doctest::Contains("radii(2)"), Error);
+  std::vector<double> few(9, 0.1);
+  CHECK_THROWS_WITH_AS(radius_count(exec, tree, dq, to_device<Exec>(few, "r")), doctest::Contains("9 entries"), Error);
+  // zero queries, zero radii: nothing to do
+  auto const none = radius_search(exec, tree, to_device<Exec>(std::vector<Point<float, 3>>{}, "q0"),
+                                  to_device<Exec>(std::vector<double>{}, "r0"));
+  CHECK(to_host(none.offsets) == std::vector<std::int64_t>{0});
+}

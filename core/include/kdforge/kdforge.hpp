@@ -13,10 +13,12 @@
 #include <kdforge/build_left_balanced.hpp>
 #include <kdforge/build_sah_tree.hpp>
 #include <kdforge/build_split_sort.hpp>
+#include <kdforge/build_vvh_tree.hpp>
 #include <kdforge/closest_point.hpp>
 #include <kdforge/knn.hpp>
 #include <kdforge/knn_approximate.hpp>
 #include <kdforge/knn_brute_force.hpp>
 #include <kdforge/radius.hpp>
+#include <kdforge/range_knn.hpp>
 #include <kdforge/rays.hpp>
 #include <kdforge/trees.hpp>

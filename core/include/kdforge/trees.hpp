@@ -9,3 +9,4 @@
 #include <kdforge/kernels/trees/left_balanced_tree.hpp>
 #include <kdforge/kernels/trees/median_tree.hpp>
 #include <kdforge/kernels/trees/triangle_tree.hpp>
+#include <kdforge/kernels/trees/vvh_tree.hpp>

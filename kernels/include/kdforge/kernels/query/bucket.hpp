@@ -324,10 +324,10 @@ struct BucketCountFunctor {
   Tree tree;
   QV queries;
   Counts counts;
-  T sq_r;
+  SqRadiiFor<Tree> sq_r;
   std::int64_t cap;
   KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
-    CountVisitor<Tree> v{sq_r, cap};
+    CountVisitor<Tree> v{sq_r(qi), cap};
     kernels::traverse_box_stack(tree, queries, qi, v);
     counts(qi) = v.count;
   }
@@ -339,7 +339,7 @@ struct BucketFillFunctor {
   Tree tree;
   QV queries;
   Result res;
-  T sq_r;
+  SqRadiiFor<Tree> sq_r;
   bool capped;
   bool sort;
   KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
@@ -348,11 +348,11 @@ struct BucketFillFunctor {
     using IS = Segment<decltype(res.indices)>;
     using DS = Segment<decltype(res.sq_distances)>;
     if (capped) { // the nearest `len` within the radius: a max-heap in the output row
-      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r);
+      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r(qi));
       kernels::traverse_box_stack(tree, queries, qi, cand);
       cand.heap.sort_heap();
     } else {
-      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
+      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r(qi), b};
       kernels::traverse_box_stack(tree, queries, qi, v);
       if (sort) sort_csr_row(res, b, len);
     }
@@ -360,7 +360,7 @@ struct BucketFillFunctor {
 };
 
 template <class Exec, class Tree, class QV, class Counts>
-void run_bucket_radius_count(Exec const& exec, Tree const& tree, QV const& q, typename Tree::coordinate_type sq_r,
+void run_bucket_radius_count(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFor<Tree> const& sq_r,
                              Counts const& counts, std::int64_t cap) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
@@ -372,7 +372,7 @@ void run_bucket_radius_count(Exec const& exec, Tree const& tree, QV const& q, ty
 /// Radius search on a bucket tree: count, scan, fill (sorted on request;
 /// capped rows hold the nearest max_neighbors, sorted).
 template <class Exec, class Tree, class QV, class Result>
-void run_bucket_radius_search(Exec const& exec, Tree const& tree, QV const& q, typename Tree::coordinate_type sq_r,
+void run_bucket_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFor<Tree> const& sq_r,
                               Result& res, RadiusOptions const& options) {
   Region region("kdforge::radius_search");
   std::int64_t const m = std::int64_t(q.extent(0));

@@ -9,7 +9,7 @@
 //  - CPUs: one walk whose chunks of queries append their rows to growing
 //    host buffers, copied into place after the scan.
 // max_neighbors >= 0 keeps the nearest ones of each row in a max-heap in the
-// output row.
+// output row. The radius is one for all queries or one per query (SqRadii).
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
@@ -33,6 +33,22 @@
 
 namespace kdforge::detail {
 
+/// The squared search radius of each query: one for all (`scalar`), or one
+/// per query (`per_query`, by the caller's query index) when that is not
+/// empty. Gathering radii differ per query (photon maps, SPH smoothing
+/// lengths).
+template <class T, class MemorySpace>
+struct SqRadii {
+  T scalar = T(0);
+  Kokkos::View<T const*, MemorySpace> per_query = {};
+  KOKKOS_FORCEINLINE_FUNCTION T operator()(std::int64_t qi) const {
+    return per_query.extent(0) ? per_query(qi) : scalar;
+  }
+};
+
+template <class Tree>
+using SqRadiiFor = SqRadii<typename Tree::coordinate_type, typename Tree::memory_space>;
+
 template <class Tree>
 struct CountVisitor {
   using T = typename Tree::coordinate_type;
@@ -53,12 +69,12 @@ struct RadiusCountFunctor {
   QV queries;
   OV order;
   Counts counts;
-  T sq_r;
+  SqRadiiFor<Tree> sq_r;
   std::int64_t cap;
   Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
-    CountVisitor<Tree> v{sq_r, cap};
+    CountVisitor<Tree> v{sq_r(qi), cap};
     traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
     counts(qi) = v.count;
   }
@@ -92,7 +108,7 @@ struct RadiusFillFunctor {
   QV queries;
   OV order;
   Result res;
-  T sq_r;
+  SqRadiiFor<Tree> sq_r;
   bool capped;
   bool sort;
   Walk walk;
@@ -104,11 +120,11 @@ struct RadiusFillFunctor {
     using DS = Segment<decltype(res.sq_distances)>;
     if (capped) {
       // the nearest `len` within the radius: a max-heap in the output row
-      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r);
+      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r(qi));
       traverse(walk, tree, typename Tree::point_type(queries(qi)), cand);
       cand.heap.sort_heap();
     } else {
-      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
+      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r(qi), b};
       traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
       if (sort) sort_csr_row(res, b, len);
     }
@@ -149,11 +165,11 @@ struct RadiusBufferFunctor {
   Counts counts;
   BI bidx;
   BD bdist;
-  T sq_r;
+  SqRadiiFor<Tree> sq_r;
   Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
-    BufferVisitor<Tree, BI, BD> v{bidx, bdist, sq_r, i, std::int64_t(bidx.extent(1))};
+    BufferVisitor<Tree, BI, BD> v{bidx, bdist, sq_r(qi), i, std::int64_t(bidx.extent(1))};
     traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
     counts(qi) = v.count;
   }
@@ -170,7 +186,7 @@ struct RadiusCopyFunctor {
   Result res;
   BI bidx;
   BD bdist;
-  T sq_r;
+  SqRadiiFor<Tree> sq_r;
   bool sort;
   Walk walk;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
@@ -183,7 +199,7 @@ struct RadiusCopyFunctor {
         res.sq_distances(b + j) = bdist(i, j);
       }
     } else {
-      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r, b};
+      FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r(qi), b};
       traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
     }
     if (sort) sort_csr_row(res, b, len);
@@ -226,7 +242,7 @@ struct RadiusAppendFunctor {
   QV queries;
   OV order;
   Counts counts;
-  T sq_r;
+  SqRadiiFor<Tree> sq_r;
   Walk walk;
   std::int64_t m, chunk;
   std::vector<std::vector<Neighbor<T, typename Tree::index_type>>>* rows;
@@ -242,7 +258,7 @@ struct RadiusAppendFunctor {
       for (std::int64_t i = c * chunk; i < end && !out_of_memory->load(std::memory_order_relaxed); ++i) {
         std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
         std::size_t const before = out.size();
-        AppendVisitor<Tree> v{&out, sq_r};
+        AppendVisitor<Tree> v{&out, sq_r(qi)};
         traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
         counts(qi) = std::int64_t(out.size() - before);
       }
@@ -281,7 +297,7 @@ struct CopyRowsFunctor {
 
 /// radius_count's work once its arguments are checked.
 template <class Exec, class Tree, class QV, class Counts>
-void run_radius_count(Exec const& exec, Tree const& tree, QV const& q, typename Tree::coordinate_type sq_r,
+void run_radius_count(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFor<Tree> const& sq_r,
                       Counts const& counts, std::int64_t cap, QueryOrder order_option, bool check, Walk const& walk,
                       QueryWorkspace<typename Exec::memory_space>& workspace) {
   std::int64_t const m = std::int64_t(q.extent(0));
@@ -317,7 +333,7 @@ void reserve_rows(Result& res, std::int64_t total) {
 /// core for the contract): count, scan, fill, by the method the options and
 /// the target pick.
 template <class Exec, class Tree, class QV>
-void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, typename Tree::coordinate_type sq_r,
+void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFor<Tree> const& sq_r,
                        RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options, Walk const& walk,
                        QueryWorkspace<typename Exec::memory_space>& workspace) {
   using T = typename Tree::coordinate_type;

@@ -1,0 +1,536 @@
+#pragma once
+// VVH photon k-d tree builder over 3-D points: Zhou, Hou, Wang & Guo 2008,
+// "Real-time KD-tree construction on graphics hardware", section 5.1
+// (Algorithm 1 adapted to points) and Appendix A (the query radius R).
+//
+// As the paper:
+//  - Each axis is sorted once (one segmented sort of 3 lists of N point
+//    ids); the three lists are kept through every split by a stable
+//    partition (flags, one scan over the concatenated lists, a scatter), so
+//    a node's points are contiguous and start at the same offset in all
+//    three lists, and its tight box is read off the first and last entries
+//    of its ranges in O(1).
+//  - The tree grows breadth first, every node of a level at once.
+//  - Large nodes (more than T = 32 points): a side of the cell with empty
+//    space wider than Ce = 10% of the cell is cut off (an empty child), else
+//    the node splits at the spatial median of its box's longest axis.
+//  - Small nodes (at most T points): the exact VVH cost over every split
+//    plane through a point position on each axis,
+//      VVH(x) = C_ts + C_i (|L| V(d_L + R) + |R| V(d_R + R)) / V(d + R),
+//    V(d + R) the volume of the node's cell grown by R on every side; the
+//    cheapest plane is taken, or the node stays a leaf where C_i |S| is not
+//    more. The counts |L|, |R| of a plane are positions in the sorted list,
+//    so no bit masks are needed for them.
+//  - Output in preorder (sizes of the sub-trees summed level by level
+//    bottom up, addresses handed out top down); every node records its
+//    point range, split plane, child links and tight box.
+//
+// What differs, and why:
+//  - One empty-space cut per node and level (the paper cuts all sides
+//    first); the cut is a node of its own either way.
+//  - From level 32 on, large nodes split at the median position of the
+//    widest axis (always splits) and small nodes become leaves: points whose
+//    spacing halves at every level (exponentially spaced values) would
+//    otherwise make a chain N deep; the bound keeps the height below 64, the
+//    size of the walks' stacks (walks/box_stack.hpp).
+//  - A node whose points are all one point (zero box) stays a leaf, whatever
+//    its size: no plane separates copies of one point.
+//  - R is VvhOptions::query_radius, or estimated from the points' box: the
+//    radius that holds `expected_k` points at the set's mean density over
+//    the dimensions in which the box has extent (Appendix A derives R from a
+//    minimal photon density rho_eps; without a renderer's notion of it, the
+//    mean density is what the data tells).
+//  - Every VVH value is computed in double with each operation rounded on
+//    its own (no fused multiply-add), ties between planes go to the first
+//    (axis x, y, z, then position): the tree is the same on every backend.
+#include <kdforge/backends/intrinsics.hpp>
+#include <kdforge/backends/primitives.hpp>
+#include <kdforge/base/profiling.hpp>
+#include <kdforge/base/types.hpp>
+#include <kdforge/kernels/builders/bfs_buckets/build.hpp>
+#include <kdforge/kernels/trees/vvh_tree.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace kdforge::kernels::vvh {
+
+using bfs::Splitting;
+
+/// Levels below which the VVH rules apply; deeper ones split at the median
+/// position (see the top).
+inline constexpr int vvh_levels = 32;
+
+/// The builder's parameters, resolved by the caller (core/build_vvh_tree.hpp).
+struct Params {
+  double traversal_cost; ///< C_ts
+  double point_cost;     ///< C_i
+  double empty_ratio;    ///< Ce
+  double radius;         ///< R
+  std::int64_t small;    ///< T
+};
+
+template <class T, class Index>
+struct Decision {
+  Index left_count;
+  std::int32_t splits;
+};
+
+/// V(c + R): the volume of cell c grown by R on every side, in double,
+/// each operation rounded on its own.
+template <class Cells>
+KOKKOS_FUNCTION double grown_volume(Cells const& cells, std::int64_t s, int dim, double plane, bool right, double r2) {
+  using backend::add_rn;
+  using backend::mul_rn;
+  double v = 1.0;
+  for (int d = 0; d < 3; ++d) {
+    double lo = double(cells(s, d)), hi = double(cells(s, 3 + d));
+    if (d == dim) {
+      if (right) lo = plane;
+      else hi = plane;
+    }
+    v = mul_rn(v, add_rn(add_rn(hi, -lo), r2));
+  }
+  return v;
+}
+
+/// Per candidate node: split or leaf, and where (see the top).
+template <class PV, class Order, class Boxes, class Cells, class Nodes, class Cand, class Dec>
+struct Decide {
+  using T = typename PV::non_const_value_type;
+  using Index = typename Order::non_const_value_type;
+  PV pts;
+  Order order;
+  Boxes boxes;
+  Cells cells;
+  Nodes nodes;
+  Cand cand;
+  Dec dec;
+  std::int64_t n;
+  int level;
+  Params p;
+
+  KOKKOS_FORCEINLINE_FUNCTION T coord(int d, std::int64_t pos) const { return pts(order(d * n + pos), d); }
+
+  /// Positions of [b, e) with coordinate <= v on axis d (the list is sorted).
+  KOKKOS_FUNCTION Index upper_bound(int d, Index b, Index e, T v) const {
+    while (b < e) {
+      Index const m = b + (e - b) / 2;
+      if (coord(d, m) <= v) b = m + 1;
+      else e = m;
+    }
+    return b;
+  }
+
+  KOKKOS_FUNCTION void operator()(std::int64_t a) const {
+    using backend::add_rn;
+    using backend::mul_rn;
+    Splitting<Index> const s = cand(a);
+    Index const count = s.end - s.begin;
+    Index left = 0;
+    int dim = -1;
+    T value = T(0);
+    // the box's widest axis (the first of equal ones)
+    int wide = 0;
+    T width = T(-1);
+    for (int d = 0; d < 3; ++d) {
+      T const w = boxes(s.node, 3 + d) - boxes(s.node, d);
+      if (w > width) {
+        width = w;
+        wide = d;
+      }
+    }
+    if (width > T(0) && count > p.small) {
+      if (level >= vvh_levels) { // the median position: always splits
+        dim = wide;
+        left = count / 2;
+        value = coord(wide, s.begin + left - 1);
+      } else {
+        // empty space: the widest gap, relative to the cell, above Ce
+        double best_ratio = 0.0;
+        int side = -1;
+        for (int d = 0; d < 3; ++d) {
+          double const clo = double(cells(s.node, d)), chi = double(cells(s.node, 3 + d));
+          double const ext = add_rn(chi, -clo);
+          if (!(ext > 0.0)) continue;
+          double const gaps[2] = {add_rn(double(boxes(s.node, d)), -clo), add_rn(chi, -double(boxes(s.node, 3 + d)))};
+          for (int h = 0; h < 2; ++h) {
+            if (!(gaps[h] > mul_rn(p.empty_ratio, ext))) continue;
+            double const ratio = gaps[h] / ext;
+            if (ratio > best_ratio) {
+              best_ratio = ratio;
+              side = 2 * d + h;
+            }
+          }
+        }
+        if (side >= 0) {
+          dim = side / 2;
+          bool const low = side % 2 == 0;
+          value = low ? boxes(s.node, dim) : boxes(s.node, 3 + dim);
+          left = low ? Index(0) : count; // the empty child on the gap's side
+        } else { // the spatial median of the longest axis
+          dim = wide;
+          T const lo = boxes(s.node, wide), hi = boxes(s.node, 3 + wide);
+          value = T(0.5 * (double(lo) + double(hi)));
+          left = upper_bound(wide, s.begin, s.end, value) - s.begin;
+          if (left == 0 || left == count) { // lo and hi one unit apart: split off lo
+            value = lo;
+            left = upper_bound(wide, s.begin, s.end, value) - s.begin;
+          }
+        }
+      }
+    } else if (width > T(0) && count >= 2 && level < vvh_levels) {
+      // exact VVH over the planes through point positions
+      double const r2 = add_rn(p.radius, p.radius);
+      double const v = grown_volume(cells, s.node, -1, 0.0, false, r2);
+      double best = mul_rn(p.point_cost, double(count)); // the leaf
+      for (int d = 0; d < 3; ++d) {
+        for (Index j = 0; j + 1 < count; ++j) {
+          T const c = coord(d, s.begin + j);
+          if (!(c < coord(d, s.begin + j + 1))) continue; // no plane between equal coordinates
+          double const vl = grown_volume(cells, s.node, d, double(c), false, r2);
+          double const vr = grown_volume(cells, s.node, d, double(c), true, r2);
+          double const sum = add_rn(mul_rn(double(j + 1), vl), mul_rn(double(count - j - 1), vr));
+          double const cost = add_rn(p.traversal_cost, mul_rn(p.point_cost, sum / v));
+          if (cost < best) {
+            best = cost;
+            dim = d;
+            value = c;
+            left = j + 1;
+          }
+        }
+      }
+    }
+    dec(a) = Decision<T, Index>{left, dim >= 0 ? 1 : 0};
+    if (dim >= 0) {
+      auto node = nodes(s.node);
+      node.split_dim = dim;
+      node.split_value = value;
+      nodes(s.node) = node;
+    }
+  }
+};
+
+template <class Dec, class Flags>
+struct SplitFlags {
+  Dec dec;
+  Flags flags;
+  KOKKOS_FUNCTION void operator()(std::int64_t a) const { flags(a) = typename Flags::value_type(dec(a).splits); }
+};
+
+template <class Cand, class Dec, class Flags, class Split>
+struct CompactSplits {
+  Cand cand;
+  Dec dec;
+  Flags flags;
+  Flags scan;
+  Split split;
+  KOKKOS_FUNCTION void operator()(std::int64_t a) const {
+    if (!flags(a)) return;
+    auto s = cand(a);
+    s.left_count = dec(a).left_count;
+    split(scan(a)) = s;
+  }
+};
+
+/// Links each splitting node to its children (first_child + 2a, + 1) and
+/// writes the children's records and cells.
+template <class Nodes, class Cells, class Split>
+struct Commit {
+  Nodes nodes;
+  Cells cells;
+  Split split;
+  std::int64_t first_child;
+  KOKKOS_FUNCTION void operator()(std::int64_t a) const {
+    using Node = typename Nodes::non_const_value_type;
+    using Index = decltype(Node{}.left);
+    auto const s = split(a);
+    auto node = nodes(s.node);
+    Index const l = Index(first_child + 2 * a), r = Index(first_child + 2 * a + 1);
+    node.left = l;
+    node.right = r;
+    nodes(s.node) = node;
+    Index const mid = Index(s.begin + s.left_count);
+    nodes(l) = Node{Index(-1), Index(-1), s.begin, mid, -1, decltype(node.split_value)(0)};
+    nodes(r) = Node{Index(-1), Index(-1), mid, s.end, -1, decltype(node.split_value)(0)};
+    for (int j = 0; j < 6; ++j) {
+      cells(l, j) = cells(s.node, j);
+      cells(r, j) = cells(s.node, j);
+    }
+    cells(l, 3 + node.split_dim) = node.split_value;
+    cells(r, node.split_dim) = node.split_value;
+  }
+};
+
+/// The tight boxes of the new children from their sorted ranges; an empty
+/// child's box is empty (lo = +inf, hi = -inf), which every box distance
+/// puts out of reach.
+template <class PV, class Order, class Boxes, class Nodes>
+struct ChildBoxes {
+  using T = typename PV::non_const_value_type;
+  PV pts;
+  Order order;
+  Boxes boxes;
+  Nodes nodes;
+  std::int64_t n;
+  std::int64_t first_child;
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    std::int64_t const c = first_child + j / 3;
+    int const d = int(j % 3);
+    auto const node = nodes(c);
+    if (node.begin == node.end) {
+      boxes(c, d) = kdforge::detail::infinity<T>();
+      boxes(c, 3 + d) = -kdforge::detail::infinity<T>();
+    } else {
+      bfs::read_box(pts, order, boxes, n, 3, c, node.begin, node.end, d);
+    }
+  }
+};
+
+/// Children that are decided on the next level: two points or more, and
+/// within the VVH levels unless large.
+template <class Nodes, class Flags>
+struct NextCandidates {
+  Nodes nodes;
+  Flags flags;
+  std::int64_t first_child;
+  std::int64_t small;
+  int next_level;
+  KOKKOS_FUNCTION void operator()(std::int64_t c) const {
+    auto const node = nodes(first_child + c);
+    std::int64_t const count = std::int64_t(node.end) - std::int64_t(node.begin);
+    flags(c) = count >= 2 && (next_level < vvh_levels || count > small) ? 1 : 0;
+  }
+};
+
+/// Bottom up, one level at a time: the nodes of each sub-tree.
+template <class Nodes, class Sizes>
+struct SubtreeSizes {
+  Nodes nodes;
+  Sizes sizes;
+  KOKKOS_FUNCTION void operator()(std::int64_t s) const {
+    auto const node = nodes(s);
+    sizes(s) = node.is_leaf() ? 1 : 1 + sizes(node.left) + sizes(node.right);
+  }
+};
+
+/// Top down, one level at a time: preorder addresses of the children.
+template <class Nodes, class Sizes>
+struct PreorderAddresses {
+  Nodes nodes;
+  Sizes sizes;
+  Sizes pre;
+  KOKKOS_FUNCTION void operator()(std::int64_t s) const {
+    auto const node = nodes(s);
+    if (node.is_leaf()) return;
+    pre(node.left) = pre(s) + 1;
+    pre(node.right) = pre(s) + 1 + sizes(node.left);
+  }
+};
+
+template <class Nodes, class Boxes, class Sizes>
+struct ToPreorder {
+  Nodes nodes;
+  Boxes boxes;
+  Sizes pre;
+  Nodes out_nodes;
+  Boxes out_boxes;
+  KOKKOS_FUNCTION void operator()(std::int64_t s) const {
+    auto node = nodes(s);
+    auto const to = pre(s);
+    if (!node.is_leaf()) {
+      node.left = pre(node.left);
+      node.right = pre(node.right);
+    }
+    out_nodes(to) = node;
+    for (int j = 0; j < 6; ++j) out_boxes(to, j) = boxes(s, j);
+  }
+};
+
+template <class Nodes>
+struct MaxLeaf {
+  Nodes nodes;
+  KOKKOS_FUNCTION void operator()(std::int64_t s, std::int64_t& m) const {
+    auto const node = nodes(s);
+    std::int64_t const c = std::int64_t(node.end) - std::int64_t(node.begin);
+    if (node.is_leaf() && c > m) m = c;
+  }
+};
+
+/// R estimated from the tight box of the points (see the top): the radius
+/// of a ball (disc, segment) of the box's non-degenerate dimensions that
+/// holds k points at the mean density.
+inline double estimate_radius(double const (&extent)[3], std::int64_t n, int k) {
+  double largest = 0.0;
+  for (double e : extent) largest = e > largest ? e : largest;
+  if (!(largest > 0.0) || n == 0) return 0.0;
+  double measure = 1.0;
+  int dims = 0;
+  for (double e : extent) {
+    if (e > 1e-6 * largest) {
+      measure *= e;
+      ++dims;
+    }
+  }
+  double const pi = 3.14159265358979323846;
+  double const unit_ball = dims == 1 ? 2.0 : dims == 2 ? pi : 4.0 / 3.0 * pi;
+  double const per_point = measure / double(n);
+  return std::pow(double(k) * per_point / unit_ball, 1.0 / double(dims));
+}
+
+/// The builder: `pts` is N x 3, finite (checked by the caller). Params's
+/// radius <= 0 asks for the estimate from `expected_k`.
+template <class Index, class Exec, class T>
+VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
+                                                     Kokkos::View<T**, Kokkos::LayoutRight, typename Exec::memory_space> pts,
+                                                     Params p, int expected_k) {
+  using MS = typename Exec::memory_space;
+  using Tree = VvhTree<MS, T, Index>;
+  using Base = BucketTree<MS, T, Index>;
+  using NodeT = BucketNode<T, Index>;
+  using Boxes = Kokkos::View<T**, Kokkos::LayoutRight, MS>;
+  kdforge::detail::Region region("kdforge::build_vvh_tree");
+  std::int64_t const n = std::int64_t(pts.extent(0));
+  constexpr int dim = 3;
+  std::int64_t const peak = bfs::peak_bytes<T, Index>(n, dim) + 4 * n * std::int64_t(2 * dim * sizeof(T));
+  Boxes tree_points("kdforge::vvh_tree::points", n, dim);
+  Kokkos::View<Index*, MS> indices("kdforge::vvh_tree::indices", n);
+  if (n == 0)
+    return Tree(Base(tree_points, indices, Kokkos::View<NodeT*, MS>("kdforge::vvh_tree::nodes", 0),
+                     Boxes("kdforge::vvh_tree::boxes", 0, 2 * dim), 0, 0, peak),
+                p.radius > 0 ? p.radius : 0.0);
+  std::int64_t const dn = n * dim;
+
+  // one sorted list per axis, concatenated (section 5.1)
+  Kokkos::View<Index*, MS> order(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order"), dn);
+  {
+    kdforge::detail::Region r("kdforge::build_vvh_tree::presort");
+    Kokkos::View<bfs::Key<T>*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::keys"), dn);
+    Kokkos::View<std::int64_t*, MS> offsets(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::offsets"),
+                                            dim + 1);
+    Kokkos::parallel_for("kdforge::build_vvh_tree::keys", Kokkos::RangePolicy<Exec>(exec, 0, dn),
+                         bfs::PresortKeys<decltype(pts), decltype(keys), decltype(order)>{pts, keys, order, n});
+    Kokkos::parallel_for("kdforge::build_vvh_tree::offsets", Kokkos::RangePolicy<Exec>(exec, 0, dim + 1),
+                         bfs::SegmentOffsets<decltype(offsets)>{offsets, n});
+    backend::segmented_sort_by_key(exec, keys, order, offsets);
+  }
+
+  std::int64_t capacity = n < 512 ? 2 * n + 8 : 1024;
+  Kokkos::View<NodeT*, MS> nodes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::nodes"), capacity);
+  Boxes boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::boxes"), capacity, 2 * dim);
+  Boxes cells(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::cells"), capacity, 2 * dim);
+  Kokkos::deep_copy(exec, Kokkos::subview(nodes, 0), NodeT{Index(-1), Index(-1), Index(0), Index(n), -1, T(0)});
+  Kokkos::parallel_for("kdforge::build_vvh_tree::root_box", Kokkos::RangePolicy<Exec>(exec, 0, dim),
+                       bfs::RootBox<decltype(pts), decltype(order), Boxes>{pts, order, boxes, n, dim});
+  // the root's cell is its box
+  Kokkos::deep_copy(exec, Kokkos::subview(cells, 0, Kokkos::ALL), Kokkos::subview(boxes, 0, Kokkos::ALL));
+  if (!(p.radius > 0)) {
+    auto const root = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, Kokkos::subview(boxes, 0, Kokkos::ALL));
+    double const extent[3] = {double(root(3)) - double(root(0)), double(root(4)) - double(root(1)),
+                              double(root(5)) - double(root(2))};
+    p.radius = estimate_radius(extent, n, expected_k);
+  }
+
+  using Split = Kokkos::View<Splitting<Index>*, MS>;
+  using Dec = Kokkos::View<Decision<T, Index>*, MS>;
+  Split cand("kdforge::vvh_tree::candidates", 1);
+  std::int64_t candidates = n >= 2 ? 1 : 0;
+  if (candidates) Kokkos::deep_copy(exec, Kokkos::subview(cand, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
+  std::int64_t node_count = 1;
+  std::vector<std::int64_t> level_begin = {0, 1}; // level L: nodes [level_begin[L], level_begin[L + 1])
+  int level = 0;
+  Kokkos::View<Index*, MS> order_out, flags, scan;
+  Kokkos::View<std::uint8_t*, MS> side;
+  if (candidates) {
+    order_out = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order_out"), dn);
+    flags = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::flags"), dn);
+    scan = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::scan"), dn);
+    side = Kokkos::View<std::uint8_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::side"), n);
+  }
+  while (candidates > 0) {
+    kdforge::detail::Region r("kdforge::build_vvh_tree::level");
+    Dec dec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::decisions"), candidates);
+    Kokkos::parallel_for("kdforge::build_vvh_tree::decide", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
+                         Decide<decltype(pts), decltype(order), Boxes, Boxes, decltype(nodes), Split, Dec>{
+                             pts, order, boxes, cells, nodes, cand, dec, n, level, p});
+    Kokkos::View<Index*, MS> sflags("kdforge::vvh_tree::split_flags", candidates);
+    Kokkos::View<Index*, MS> sscan("kdforge::vvh_tree::split_scan", candidates);
+    Kokkos::parallel_for("kdforge::build_vvh_tree::split_flags", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
+                         SplitFlags<Dec, decltype(sflags)>{dec, sflags});
+    std::int64_t const splitting = std::int64_t(backend::exclusive_scan(exec, sflags, sscan));
+    if (splitting == 0) break;
+    Split split(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::splitting"), splitting);
+    Kokkos::parallel_for("kdforge::build_vvh_tree::compact_splits", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
+                         CompactSplits<Split, Dec, decltype(sflags), Split>{cand, dec, sflags, sscan, split});
+    std::int64_t const first_child = node_count;
+    std::int64_t const children = 2 * splitting;
+    if (first_child + children > capacity) {
+      while (first_child + children > capacity) capacity *= 2;
+      Kokkos::resize(nodes, capacity);
+      Kokkos::resize(boxes, capacity, 2 * dim);
+      Kokkos::resize(cells, capacity, 2 * dim);
+    }
+    Kokkos::parallel_for("kdforge::build_vvh_tree::commit", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
+                         Commit<decltype(nodes), Boxes, Split>{nodes, cells, split, first_child});
+    // the stable partition of the three lists (bucket builder's kernels)
+    Kokkos::parallel_for("kdforge::build_vvh_tree::sides", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                         bfs::MarkSides<decltype(order), decltype(nodes), Split, decltype(side)>{order, nodes, split, side, n,
+                                                                                                 splitting});
+    Kokkos::parallel_for("kdforge::build_vvh_tree::flags", Kokkos::RangePolicy<Exec>(exec, 0, dn),
+                         bfs::LeftFlags<decltype(order), Split, decltype(side), decltype(flags)>{order, split, side, flags,
+                                                                                                n, splitting});
+    backend::exclusive_scan(exec, flags, scan);
+    Kokkos::parallel_for("kdforge::build_vvh_tree::scatter", Kokkos::RangePolicy<Exec>(exec, 0, dn),
+                         bfs::Scatter<decltype(order), Split, decltype(flags)>{order, order_out, split, flags, scan, n,
+                                                                               splitting});
+    std::swap(order, order_out);
+    Kokkos::parallel_for("kdforge::build_vvh_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
+                         ChildBoxes<decltype(pts), decltype(order), Boxes, decltype(nodes)>{pts, order, boxes, nodes, n,
+                                                                                          first_child});
+    Kokkos::View<Index*, MS> next_flags("kdforge::vvh_tree::next_flags", children);
+    Kokkos::View<Index*, MS> next_scan("kdforge::vvh_tree::next_scan", children);
+    Kokkos::parallel_for("kdforge::build_vvh_tree::next", Kokkos::RangePolicy<Exec>(exec, 0, children),
+                         NextCandidates<decltype(nodes), decltype(next_flags)>{nodes, next_flags, first_child, p.small,
+                                                                               level + 1});
+    std::int64_t const next_count = std::int64_t(backend::exclusive_scan(exec, next_flags, next_scan));
+    Split next(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::candidates"), next_count);
+    Kokkos::parallel_for("kdforge::build_vvh_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
+                         bfs::CompactNext<decltype(nodes), decltype(next_flags), Split>{nodes, next_flags, next_scan, next,
+                                                                                        first_child});
+    cand = next;
+    candidates = next_count;
+    node_count += children;
+    level_begin.push_back(node_count);
+    ++level;
+  }
+  int const height = int(level_begin.size()) - 2;
+
+  // preorder (section 3.3): sub-tree sizes bottom up, addresses top down
+  Kokkos::View<Index*, MS> sizes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::sizes"), node_count);
+  Kokkos::View<Index*, MS> pre(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::preorder"), node_count);
+  for (int l = height; l >= 0; --l)
+    Kokkos::parallel_for("kdforge::build_vvh_tree::sizes", Kokkos::RangePolicy<Exec>(exec, level_begin[l], level_begin[l + 1]),
+                         SubtreeSizes<decltype(nodes), decltype(sizes)>{nodes, sizes});
+  Kokkos::deep_copy(exec, Kokkos::subview(pre, 0), Index(0));
+  for (int l = 0; l <= height; ++l)
+    Kokkos::parallel_for("kdforge::build_vvh_tree::addresses",
+                         Kokkos::RangePolicy<Exec>(exec, level_begin[l], level_begin[l + 1]),
+                         PreorderAddresses<decltype(nodes), decltype(sizes)>{nodes, sizes, pre});
+  Kokkos::View<NodeT*, MS> out_nodes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::nodes"), node_count);
+  Boxes out_boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::boxes"), node_count, 2 * dim);
+  Kokkos::parallel_for("kdforge::build_vvh_tree::preorder", Kokkos::RangePolicy<Exec>(exec, 0, node_count),
+                       ToPreorder<decltype(nodes), Boxes, decltype(pre)>{nodes, boxes, pre, out_nodes, out_boxes});
+  std::int64_t max_leaf = 0;
+  Kokkos::parallel_reduce("kdforge::build_vvh_tree::max_leaf", Kokkos::RangePolicy<Exec>(exec, 0, node_count),
+                          MaxLeaf<decltype(out_nodes)>{out_nodes}, Kokkos::Max<std::int64_t>(max_leaf));
+  Kokkos::parallel_for("kdforge::build_vvh_tree::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                       bfs::GatherPoints<decltype(pts), decltype(order), Boxes, decltype(indices)>{pts, order, tree_points,
+                                                                                                   indices, dim});
+  exec.fence();
+  return Tree(Base(tree_points, indices, out_nodes, out_boxes, height, max_leaf, peak), p.radius);
+}
+
+} // namespace kdforge::kernels::vvh
