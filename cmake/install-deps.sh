@@ -7,6 +7,8 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       libnanoflann-dev python3 gnuplot-nox
       # the descriptor benchmark's baselines (perf/descriptors; faiss on OpenBLAS, not the reference BLAS)
       libflann-dev liblz4-dev libfaiss-dev libopenblas0-pthread
+      # the ICP tracking benchmark's baselines (perf/icp; optional: built only where found)
+      libopen3d-dev libpcl-dev
       # the API reference (cmake --build <build> --target docs)
       doxygen)
 missing=()
