@@ -76,12 +76,13 @@ struct Frame {
 
 struct Summary {
   std::string method;
-  std::vector<double> ms;
+  std::vector<double> ms, build_ms;
   double iterations = 0, rmse_mm = 0, recall = -1;
   double worst_deg = 0, worst_mm = 0, mean_rms_mm = 0;
   int frames = 0;
-  void add(double seconds, double it, double rmse, PoseError const& e) {
+  void add(double seconds, double build_seconds, double it, double rmse, PoseError const& e) {
     ms.push_back(1000 * seconds);
+    build_ms.push_back(1000 * build_seconds);
     iterations += it;
     rmse_mm += 1000 * rmse;
     worst_deg = std::max(worst_deg, e.degrees);
@@ -93,19 +94,23 @@ struct Summary {
     std::vector<double> s = ms;
     std::sort(s.begin(), s.end());
     double const median = s.empty() ? 0 : s[s.size() / 2];
+    std::vector<double> b = build_ms;
+    std::sort(b.begin(), b.end());
+    char build_text[32] = "-";
+    if (!b.empty() && b[b.size() / 2] >= 0) std::snprintf(build_text, sizeof build_text, "%.2f", b[b.size() / 2]);
     double const mean = s.empty() ? 0 : std::accumulate(s.begin(), s.end(), 0.0) / double(s.size());
     char recall_text[32] = "-";
     if (recall >= 0) std::snprintf(recall_text, sizeof recall_text, "%.4f", recall);
     char it_text[32] = "-";
     if (iterations >= 0) std::snprintf(it_text, sizeof it_text, "%.1f", iterations / frames);
-    std::printf("%-34s %9.2f %9.2f %7.1f %6s %9.3f %8.3f %8.3f %9.3f %8s\n", method.c_str(), median, mean,
+    std::printf("%-34s %9.2f %9.2f %9s %7.1f %6s %9.3f %8.3f %8.3f %9.3f %8s\n", method.c_str(), median, mean, build_text,
                 median > 0 ? 1000 / median : 0.0, it_text, rmse_mm / frames, worst_deg, worst_mm, mean_rms_mm / frames,
                 recall_text);
   }
 };
 
 void print_header() {
-  std::printf("%-34s %9s %9s %7s %6s %9s %8s %8s %9s %8s\n", "method", "median ms", "mean ms", "frames/s", "iters",
+  std::printf("%-34s %9s %9s %9s %7s %6s %9s %8s %8s %9s %8s\n", "method", "median ms", "mean ms", "build ms", "frames/s", "iters",
               "rmse mm", "max deg", "max mm", "gt rms mm", "recall");
 }
 
@@ -139,7 +144,7 @@ double recall(Exec const& exec, Cloud const& scan, Tree const& tree,
 int main(int argc, char** argv) {
   CLI::App app{"kdforge-icp-bench: ICP object tracking on simulated range-camera scans (Wehr & Radkowski 2018)"};
   int frames = 30, iterations = 30, model_points = 20000;
-  std::string resolution = "640x480", method = "point", write_dir, target_file, source_file;
+  std::string resolution = "640x480", method = "point", write_dir, target_file, source_file, builder = "split_sort";
   double max_distance = 0.02, relative_rmse = 0, scale = 2.0, step_mm = 4.0, step_deg = 1.0;
   std::vector<int> queues;
   bool open3d = false, pcl = false, no_noise = false;
@@ -155,6 +160,8 @@ int main(int argc, char** argv) {
                  "stop when the RMSE changes by less than this fraction (0: always --iterations)");
   app.add_option("--max-distance", max_distance, "correspondence rejection distance (m)");
   app.add_option("--method", method, "point (point to point) or plane (point to plane; kdforge only)");
+  app.add_option("--builder", builder, "the scan's tree: split_sort (Wehr & Radkowski, the paper's) or left_balanced")
+      ->check(CLI::IsMember({"split_sort", "left_balanced"}));
   app.add_option("--queues", queues, "approximate search: queue capacities Q to run, e.g. 1,2,4,8,16,32")->delimiter(',');
   app.add_flag("--open3d", open3d, "run Open3D's registration_icp on the same frames (where built with it)");
   app.add_flag("--pcl", pcl, "run PCL's IterativeClosestPoint on the same frames (where built with it)");
@@ -241,8 +248,9 @@ int main(int argc, char** argv) {
                                      std::to_string(iterations) + " iterations")
                                         .c_str()
                                   : (std::to_string(iterations) + " iterations per frame").c_str());
-    std::printf("times: tree build + ICP per frame; errors against the true pose; gt rms: RMS distance of the model "
-                "points between the estimated and the true pose\n");
+    std::printf("tree: %s; times: tree build + ICP per frame; errors against the true pose; gt rms: RMS distance of the model "
+                "points between the estimated and the true pose\n",
+                builder.c_str());
     print_header();
 
     // kdforge, exact and approximate
@@ -265,13 +273,18 @@ int main(int argc, char** argv) {
         auto const src = upload(fr.model, "model");
         Kokkos::fence();
         auto const t0 = std::chrono::steady_clock::now();
-        auto const tree = kdforge::build_split_sort(exec, scan);
-        auto const r = kdforge::icp(exec, tree, scan, src, fr.initial, o);
-        Kokkos::fence();
-        double const sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        if (f < 0) continue;
-        sum.add(sec, r.iterations, r.rmse, pose_error(r.transform, fr.truth, fr.model));
-        if (q > 0) sum.recall += recall(exec, scan, tree, fr.model, fr.truth, q) / frames;
+        auto track = [&](auto const& tree) {
+          Kokkos::fence();
+          double const built = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          auto const r = kdforge::icp(exec, tree, scan, src, fr.initial, o);
+          Kokkos::fence();
+          double const sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (f < 0) return;
+          sum.add(sec, built, r.iterations, r.rmse, pose_error(r.transform, fr.truth, fr.model));
+          if (q > 0) sum.recall += recall(exec, scan, tree, fr.model, fr.truth, q) / frames;
+        };
+        if (builder == "left_balanced") track(kdforge::build_left_balanced(exec, scan));
+        else track(kdforge::build_split_sort(exec, scan));
       }
       sum.print();
     }
@@ -295,7 +308,7 @@ int main(int argc, char** argv) {
         b->prepare(fr.scan, fr.model);
         auto const r = b->register_frame(fr.initial, crit);
         if (f < 0) continue;
-        sum.add(r.seconds, 0, r.rmse, pose_error(r.transform, fr.truth, fr.model));
+        sum.add(r.seconds, -0.001, 0, r.rmse, pose_error(r.transform, fr.truth, fr.model));
       }
       sum.iterations = -1;
       sum.print();
