@@ -62,7 +62,8 @@ public:
   BaselineResult register_frame(kdforge::RigidTransform const& initial, Criteria const& c) override {
     namespace reg = open3d::pipelines::registration;
     // Open3D stops when both the fitness and the RMSE change by less than
-    // their thresholds; 0 never stops early, as in kdforge.
+    // their thresholds, as absolute changes (the RMSE's in metres), where
+    // kdforge's is relative; 0 never stops early, in both.
     reg::ICPConvergenceCriteria crit(c.relative_rmse, c.relative_rmse, c.max_iterations);
     auto const t0 = std::chrono::steady_clock::now();
     auto const r = reg::RegistrationICP(m_model, m_scan, c.max_distance, to_matrix<Eigen::Matrix4d>(initial),
