@@ -78,7 +78,7 @@ struct Summary {
   std::string method;
   std::vector<double> ms, build_ms;
   double iterations = 0, rmse_mm = 0, recall = -1;
-  double worst_deg = 0, worst_mm = 0, mean_rms_mm = 0;
+  double worst_deg = 0, worst_mm = 0, mean_rms_mm = 0, worst_rms_mm = 0;
   int frames = 0;
   void add(double seconds, double build_seconds, double it, double rmse, PoseError const& e) {
     ms.push_back(1000 * seconds);
@@ -88,6 +88,7 @@ struct Summary {
     worst_deg = std::max(worst_deg, e.degrees);
     worst_mm = std::max(worst_mm, e.mm);
     mean_rms_mm += e.rms_mm;
+    worst_rms_mm = std::max(worst_rms_mm, e.rms_mm);
     ++frames;
   }
   void print() const {
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   double max_distance = 0.02, relative_rmse = 0, scale = 2.0, step_mm = 4.0, step_deg = 1.0;
   std::vector<int> queues;
   bool open3d = false, pcl = false, no_noise = false;
+  double expect_mm = 0;
   std::uint64_t seed = 1;
   app.add_option("--frames", frames, "frames of the sequence")->check(CLI::PositiveNumber);
   app.add_option("--resolution", resolution, "640x480 or 512x424 (other sizes: fx scaled from 525 at 640)");
@@ -167,6 +169,8 @@ int main(int argc, char** argv) {
   app.add_flag("--pcl", pcl, "run PCL's IterativeClosestPoint on the same frames (where built with it)");
   app.add_flag("--no-noise", no_noise, "noiseless depth");
   app.add_option("--seed", seed, "noise and dropouts");
+  app.add_option("--expect-mm", expect_mm,
+                 "exit 1 (TRACKING LOST) when a kdforge run's RMS model displacement exceeds this in a frame (0: off)");
   app.add_option("--write-ply", write_dir, "write model.ply and scan_NNNN.ply (world frame) into this folder");
   app.add_option("--target", target_file, "register your own clouds: the target (scan) point file (.ply, .xyz, ...)");
   app.add_option("--source", source_file, "... and the source (model) point file, from the identity");
@@ -254,6 +258,7 @@ int main(int argc, char** argv) {
     print_header();
 
     // kdforge, exact and approximate
+    bool lost = false;
     std::vector<int> qs = {0};
     qs.insert(qs.end(), queues.begin(), queues.end());
     for (int q : qs) {
@@ -287,6 +292,11 @@ int main(int argc, char** argv) {
         else track(kdforge::build_split_sort(exec, scan));
       }
       sum.print();
+      if (expect_mm > 0 && sum.worst_rms_mm > expect_mm) {
+        std::printf("TRACKING LOST: %s moved the model points by %.3f mm RMS in a frame (--expect-mm %g)\n",
+                    sum.method.c_str(), sum.worst_rms_mm, expect_mm);
+        lost = true;
+      }
     }
 
     auto baselines = make_baselines(open3d, pcl);
@@ -313,6 +323,7 @@ int main(int argc, char** argv) {
       sum.iterations = -1;
       sum.print();
     }
+    if (lost) return 1;
   } catch (kdforge::Error const& e) {
     std::fprintf(stderr, "kdforge-icp-bench: %s\n", e.what());
     return 1;
