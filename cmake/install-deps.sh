@@ -9,6 +9,8 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       libflann-dev liblz4-dev libfaiss-dev libopenblas0-pthread
       # the renderer and the ray benchmark (perf/rays): mesh files, PNG output, the Embree baseline
       libtinyobjloader-dev libstb-dev libembree-dev
+      # the ICP tracking benchmark's baselines (perf/icp; optional: built only where found)
+      libopen3d-dev libpcl-dev
       # the API reference (cmake --build <build> --target docs)
       doxygen)
 missing=()

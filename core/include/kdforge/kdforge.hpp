@@ -5,6 +5,7 @@
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/ray.hpp>
+#include <kdforge/base/registration.hpp>
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/base/version.hpp>
@@ -15,6 +16,7 @@
 #include <kdforge/build_split_sort.hpp>
 #include <kdforge/build_vvh_tree.hpp>
 #include <kdforge/closest_point.hpp>
+#include <kdforge/icp.hpp>
 #include <kdforge/knn.hpp>
 #include <kdforge/knn_approximate.hpp>
 #include <kdforge/knn_brute_force.hpp>
