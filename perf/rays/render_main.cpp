@@ -103,6 +103,9 @@ int main(int argc, char** argv) {
                     "%lld secondary\n",
                     f, st.deform_ms, st.build_ms, st.trace_ms, st.frame_ms, (long long)st.eye_rays,
                     (long long)st.shadow_rays, (long long)st.secondary_rays);
+      if (!quiet && st.photons_stored > 0)
+        std::printf("  caustics: %lld photons stored, photon tracing %.3f ms, photon tree %.3f ms, %lld gathers %.3f ms\n",
+                    (long long)st.photons_stored, st.photon_ms, st.photon_tree_ms, (long long)st.gathers, st.gather_ms);
       if (f == 0 && serial) rc = check_serial(scene, width, height, b, t0, renderer.image_rgb8());
     }
     std::printf("SAH cost of the last tree: %.1f (height %d)\n", kdforge::sah_cost(renderer.tree()),

@@ -17,6 +17,17 @@
 // is the same on every backend up to the floating point of each target's
 // math functions. Shading is Blinn-Phong with vertex normals interpolated
 // at the hit (the geometric normal decides sides and ray offsets).
+//
+// Caustics (section 5.3), in scenes that ask for them: each frame shoots
+// photons from the first light into the cone around the mirror and glass
+// objects (the projection map reduced to their bounding sphere), follows
+// them through mirrors and glass in passes like the eye rays', stores them
+// where they first land on a diffuse surface after at least one such
+// bounce, builds a VVH photon tree (kdforge::build_vvh_tree) and adds to
+// every diffuse eye hit the radiance estimate of its k nearest photons
+// (kdforge::range_knn, Algorithm 6) under a cone filter (Jensen 2001).
+// Photons and gathers are compacted by scans, so the image stays the same
+// on every backend.
 #include "scenes.hpp"
 
 #include <kdforge/kdforge.hpp>
@@ -35,6 +46,9 @@ namespace kdforge_rays {
 struct FrameStats {
   double deform_ms = 0, build_ms = 0, trace_ms = 0, frame_ms = 0;
   std::int64_t eye_rays = 0, shadow_rays = 0, secondary_rays = 0;
+  // caustics: photon tracing, the photon tree's build, the gathers (within trace_ms)
+  double photon_ms = 0, photon_tree_ms = 0, gather_ms = 0;
+  std::int64_t photons_stored = 0, gathers = 0;
 };
 
 // The ray batches of one frame, on the host, for tracing the same rays with
@@ -92,6 +106,55 @@ public:
     shadow_ = Rays("kdforge_rays::shadow", ns);
     light_ = Kokkos::View<float* [3], MS>("kdforge_rays::light", ns);
     occluded_ = Kokkos::View<bool*, MS>("kdforge_rays::occluded", ns);
+    gather_k_ = scene.gather_k;
+    caustic_scale_ = scene.caustic_scale;
+    if (scene.caustic_photons > 0 && !scene.lights.empty()) setup_caustics(scene);
+  }
+
+  // the cone from the first light around the bounding sphere of the mirror
+  // and glass triangles
+  void setup_caustics(Scene const& scene) {
+    float lo[3] = {1e30f, 1e30f, 1e30f}, hi[3] = {-1e30f, -1e30f, -1e30f};
+    bool any = false;
+    for (std::int64_t f = 0; f < scene.mesh.triangle_count(); ++f) {
+      Material const& m = scene.materials[scene.mesh.material[std::size_t(f)]];
+      if (m.reflect <= 0 && m.transmit <= 0) continue;
+      any = true;
+      for (int c = 0; c < 3; ++c)
+        for (int d = 0; d < 3; ++d) {
+          float const v = scene.mesh.vertices[3 * std::size_t(scene.mesh.triangles[std::size_t(3 * f + c)]) + std::size_t(d)];
+          lo[d] = std::fmin(lo[d], v);
+          hi[d] = std::fmax(hi[d], v);
+        }
+    }
+    if (!any) return;
+    float centre[3], radius = 0, dist = 0;
+    for (int d = 0; d < 3; ++d) {
+      centre[d] = 0.5f * (lo[d] + hi[d]);
+      radius += 0.25f * (hi[d] - lo[d]) * (hi[d] - lo[d]);
+      light_pos_[d] = scene.lights[0].position[d];
+      light_color_[d] = scene.lights[0].color[d];
+      emit_axis_[d] = centre[d] - light_pos_[d];
+      dist += emit_axis_[d] * emit_axis_[d];
+    }
+    radius = 1.05f * std::sqrt(radius); // a little margin for the objects' motion
+    dist = std::sqrt(dist);
+    for (int d = 0; d < 3; ++d) emit_axis_[d] /= dist;
+    emit_cos_ = dist > radius ? std::sqrt(1 - (radius / dist) * (radius / dist)) : -1.f;
+    // direct light here does not fall off with distance, photons' flux
+    // does (spread over the cone): scale by the squared distance to the
+    // objects so the two agree there
+    caustic_scale_ = scene.caustic_scale * dist * dist;
+    photons_ = scene.caustic_photons;
+    photon_rays_ = Rays("kdforge_rays::photon_rays", photons_);
+    photon_next_ = Rays("kdforge_rays::photon_next", photons_);
+    photon_power_ = Kokkos::View<float* [3], MS>("kdforge_rays::photon_power", photons_);
+    photon_next_power_ = Kokkos::View<float* [3], MS>("kdforge_rays::photon_next_power", photons_);
+    photon_hits_ = Hits("kdforge_rays::photon_hits", photons_);
+    photon_alive_ = Kokkos::View<std::int32_t*, MS>("kdforge_rays::photon_alive", photons_);
+    photon_store_ = Kokkos::View<std::int32_t*, MS>("kdforge_rays::photon_store", photons_);
+    stored_pos_ = Kokkos::View<float* [3], MS>("kdforge_rays::stored_pos", photons_);
+    stored_power_ = Kokkos::View<float* [3], MS>("kdforge_rays::stored_power", photons_);
   }
 
   /// Deforms the mesh to time t, rebuilds the tree and traces the image
@@ -106,6 +169,7 @@ public:
     tree_ = kdforge::build_sah_tree(exec_, vertices_, triangles_, options_);
     exec_.fence();
     auto const t2 = clock::now();
+    if (photons_ > 0) trace_photons(st);
     trace(bounces < 0 ? bounces_ : bounces, st, capture);
     exec_.fence();
     auto const t3 = clock::now();
@@ -222,6 +286,7 @@ public: // kernels (public: CUDA lambdas may not live in private member function
       Hits hits = Kokkos::subview(hits_, std::make_pair(std::int64_t(0), n));
       if (capture) capture->closest.push_back(to_host(rays));
       kdforge::intersect_closest(exec_, tree_, rays, hits);
+      if (stored_count_ > 0) gather(n, st);
       std::int64_t const ns = n * lights_count_;
       shade(n, b < bounces);
       if (ns > 0) {
@@ -237,6 +302,271 @@ public: // kernels (public: CUDA lambdas may not live in private member function
       st.secondary_rays += n;
       std::swap(pixel_, next_pixel_);
     }
+  }
+
+  // Shoots the photons, follows them through mirrors and glass, stores
+  // those that land on a diffuse surface after a bounce, builds their tree.
+  void trace_photons(FrameStats& st) {
+    using clock = std::chrono::steady_clock;
+    auto const t0 = clock::now();
+    std::int64_t const total = photons_;
+    {
+      auto rays = photon_rays_;
+      auto power = photon_power_;
+      float const lp[3] = {light_pos_[0], light_pos_[1], light_pos_[2]};
+      float const ax[3] = {emit_axis_[0], emit_axis_[1], emit_axis_[2]};
+      float const cmin = emit_cos_;
+      // every photon carries the light's power in the cone over their number
+      float const share = 2 * 3.14159265f * (1 - cmin) / float(total);
+      float const lc[3] = {light_color_[0] * share, light_color_[1] * share, light_color_[2] * share};
+      Kokkos::parallel_for(
+          "kdforge_rays::emit_photons", Kokkos::RangePolicy<Exec>(exec_, 0, total), KOKKOS_LAMBDA(std::int64_t i) {
+            // two uniform numbers from the photon's index (splitmix64)
+            auto mix = [](std::uint64_t z) {
+              z += 0x9e3779b97f4a7c15ull;
+              z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+              z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+              return z ^ (z >> 31);
+            };
+            float const u1 = float(mix(2 * std::uint64_t(i)) >> 40) / float(1u << 24);
+            float const u2 = float(mix(2 * std::uint64_t(i) + 1) >> 40) / float(1u << 24);
+            float const c = 1 - u1 * (1 - cmin), sn = ::sqrtf(::fmaxf(0.f, 1 - c * c)), ph = 6.2831853f * u2;
+            // a basis around the axis: t = axis x up, normalised, and b = axis x t
+            float t[3];
+            if (ax[1] * ax[1] < 0.81f) {
+              t[0] = -ax[2], t[1] = 0, t[2] = ax[0];
+            } else {
+              t[0] = 0, t[1] = ax[2], t[2] = -ax[1];
+            }
+            float const tl = ::sqrtf(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
+            for (int d = 0; d < 3; ++d) t[d] /= tl;
+            float const b[3] = {ax[1] * t[2] - ax[2] * t[1], ax[2] * t[0] - ax[0] * t[2], ax[0] * t[1] - ax[1] * t[0]};
+            kdforge::Ray<float> r;
+            for (int d = 0; d < 3; ++d) {
+              r.origin[d] = lp[d];
+              r.direction[d] = c * ax[d] + sn * (::cosf(ph) * t[d] + ::sinf(ph) * b[d]);
+              power(i, d) = lc[d];
+            }
+            r.tmin = 0;
+            r.tmax = kdforge::detail::infinity<float>();
+            rays(i) = r;
+          });
+    }
+    std::int64_t m = total, stored = 0;
+    for (int bounce = 0; m > 0 && bounce <= 8; ++bounce) {
+      Rays rays = Kokkos::subview(photon_rays_, std::make_pair(std::int64_t(0), m));
+      Hits hits = Kokkos::subview(photon_hits_, std::make_pair(std::int64_t(0), m));
+      kdforge::intersect_closest(exec_, tree_, rays, hits);
+      scatter_photons(m, bounce);
+      // the stored ones appended, the live ones moved to the front (scans: in photon order)
+      auto store = photon_store_, alive = photon_alive_;
+      auto next = photon_next_, nrays = photon_rays_;
+      auto next_power = photon_next_power_, power = photon_power_;
+      auto pos = stored_pos_, spow = stored_power_;
+      std::int64_t const base = stored;
+      std::int64_t added = 0, live = 0;
+      Kokkos::parallel_scan(
+          "kdforge_rays::store_photons", Kokkos::RangePolicy<Exec>(exec_, 0, m),
+          KOKKOS_LAMBDA(std::int64_t i, std::int64_t & offset, bool final) {
+            if (store(i)) {
+              if (final)
+                for (int d = 0; d < 3; ++d) {
+                  pos(base + offset, d) = next(i).origin[d];
+                  spow(base + offset, d) = next_power(i, d);
+                }
+              ++offset;
+            }
+          },
+          added);
+      Kokkos::parallel_scan(
+          "kdforge_rays::compact_photons", Kokkos::RangePolicy<Exec>(exec_, 0, m),
+          KOKKOS_LAMBDA(std::int64_t i, std::int64_t & offset, bool final) {
+            if (alive(i)) {
+              if (final) {
+                nrays(offset) = next(i);
+                for (int d = 0; d < 3; ++d) power(offset, d) = next_power(i, d);
+              }
+              ++offset;
+            }
+          },
+          live);
+      stored += added;
+      m = live;
+    }
+    exec_.fence();
+    auto const t1 = clock::now();
+    stored_count_ = stored;
+    st.photons_stored = stored;
+    if (stored > 0) {
+      photon_tree_points_ = Kokkos::View<float* [3], MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge_rays::photons"), stored);
+      Kokkos::deep_copy(exec_, photon_tree_points_, Kokkos::subview(stored_pos_, std::make_pair(std::int64_t(0), stored), Kokkos::ALL));
+      kdforge::VvhOptions vo;
+      vo.expected_k = gather_k_;
+      photon_tree_ = kdforge::build_vvh_tree(exec_, photon_tree_points_, vo);
+    }
+    exec_.fence();
+    auto const t2 = clock::now();
+    st.photon_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    st.photon_tree_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  }
+
+  // One pass of the photons: mirrors reflect, glass refracts (tinted), a
+  // diffuse surface after a bounce stores the photon (its position in next's
+  // origin), and everything else ends.
+  void scatter_photons(std::int64_t m, int bounce) {
+    auto rays = photon_rays_;
+    auto hits = photon_hits_;
+    auto power = photon_power_, next_power = photon_next_power_;
+    auto next = photon_next_;
+    auto alive = photon_alive_, store = photon_store_;
+    auto vertices = vertices_, normals = normals_;
+    auto triangles = triangles_;
+    auto material = material_;
+    auto materials = materials_;
+    float const eps = epsilon_;
+    Kokkos::parallel_for(
+        "kdforge_rays::scatter_photons", Kokkos::RangePolicy<Exec>(exec_, 0, m), KOKKOS_LAMBDA(std::int64_t i) {
+          using detail::dot3;
+          alive(i) = 0;
+          store(i) = 0;
+          kdforge::Hit<float> const h = hits(i);
+          if (h.triangle < 0) return;
+          kdforge::Ray<float> const r = rays(i);
+          Material const mt = materials(material(h.triangle));
+          float p[3], e1[3], e2[3], nrm[3], dir[3], sn[3];
+          for (int d = 0; d < 3; ++d) {
+            float const a = vertices(triangles(h.triangle, 0), d);
+            e1[d] = vertices(triangles(h.triangle, 1), d) - a;
+            e2[d] = vertices(triangles(h.triangle, 2), d) - a;
+            p[d] = r.origin[d] + h.t * r.direction[d];
+          }
+          if (mt.reflect <= 0 && mt.transmit <= 0) {
+            if (bounce == 0) return; // direct light: not a caustic
+            kdforge::Ray<float> s;
+            for (int d = 0; d < 3; ++d) {
+              s.origin[d] = p[d];
+              s.direction[d] = r.direction[d];
+              next_power(i, d) = power(i, d);
+            }
+            s.tmin = 0;
+            s.tmax = 0;
+            next(i) = s;
+            store(i) = 1;
+            return;
+          }
+          nrm[0] = e1[1] * e2[2] - e1[2] * e2[1];
+          nrm[1] = e1[2] * e2[0] - e1[0] * e2[2];
+          nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
+          float const nl = ::sqrtf(dot3(nrm, nrm)), dl = ::sqrtf(dot3(r.direction, r.direction));
+          if (!(nl > 0)) return;
+          for (int d = 0; d < 3; ++d) {
+            nrm[d] /= nl;
+            dir[d] = r.direction[d] / dl;
+          }
+          bool const inside = dot3(nrm, dir) > 0;
+          if (inside)
+            for (int d = 0; d < 3; ++d) nrm[d] = -nrm[d];
+          float const w0 = 1 - h.u - h.v;
+          for (int d = 0; d < 3; ++d)
+            sn[d] = w0 * normals(triangles(h.triangle, 0), d) + h.u * normals(triangles(h.triangle, 1), d) +
+                    h.v * normals(triangles(h.triangle, 2), d);
+          float const snl = ::sqrtf(dot3(sn, sn));
+          float const side = dot3(sn, nrm) < 0 ? -1.f : 1.f;
+          for (int d = 0; d < 3; ++d) sn[d] = snl > 0 ? side * sn[d] / snl : nrm[d];
+          if (dot3(sn, dir) >= 0)
+            for (int d = 0; d < 3; ++d) sn[d] = nrm[d];
+          float const cosi = -dot3(sn, dir);
+          float out[3];
+          float sign = 1, share = mt.reflect;
+          bool reflect = mt.transmit <= 0;
+          if (!reflect) {
+            float const eta = inside ? mt.ior : 1.f / mt.ior;
+            float const k = 1 - eta * eta * (1 - cosi * cosi);
+            share = mt.transmit;
+            if (k < 0) reflect = true;
+            else {
+              for (int d = 0; d < 3; ++d) out[d] = eta * dir[d] + (eta * cosi - ::sqrtf(k)) * sn[d];
+              sign = -1;
+            }
+          }
+          if (reflect)
+            for (int d = 0; d < 3; ++d) out[d] = dir[d] + 2 * cosi * sn[d];
+          kdforge::Ray<float> s;
+          for (int d = 0; d < 3; ++d) {
+            s.origin[d] = p[d] + sign * eps * nrm[d];
+            s.direction[d] = out[d];
+            next_power(i, d) = power(i, d) * share * mt.color[d];
+          }
+          s.tmin = 0;
+          s.tmax = kdforge::detail::infinity<float>();
+          next(i) = s;
+          alive(i) = 1;
+        });
+  }
+
+  // The caustic radiance at this pass's diffuse hits: the k nearest stored
+  // photons under a cone filter (weight 1 - d / r, normalised by 1 - 2/3).
+  void gather(std::int64_t n, FrameStats& st) {
+    using clock = std::chrono::steady_clock;
+    exec_.fence();
+    auto const t0 = clock::now();
+    auto rays = rays_;
+    auto hits = hits_;
+    auto material = material_;
+    auto materials = materials_;
+    auto spawn = spawn_; // free until shade: marks the rays that gather
+    Kokkos::parallel_for(
+        "kdforge_rays::gather_flags", Kokkos::RangePolicy<Exec>(exec_, 0, n), KOKKOS_LAMBDA(std::int64_t i) {
+          std::int32_t const t = hits(i).triangle;
+          spawn(i) = t >= 0 && materials(material(t)).reflect <= 0 && materials(material(t)).transmit <= 0 ? 1 : 0;
+        });
+    std::int64_t count = 0;
+    Kokkos::parallel_reduce(
+        "kdforge_rays::gather_count", Kokkos::RangePolicy<Exec>(exec_, 0, n),
+        KOKKOS_LAMBDA(std::int64_t i, std::int64_t & c) { c += spawn(i); }, count);
+    if (count == 0) return;
+    Kokkos::View<float* [3], MS> points(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge_rays::gathers"), count);
+    Kokkos::View<std::int32_t*, MS> which(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge_rays::gather_ray"), count);
+    Kokkos::parallel_scan(
+        "kdforge_rays::gather_points", Kokkos::RangePolicy<Exec>(exec_, 0, n),
+        KOKKOS_LAMBDA(std::int64_t i, std::int64_t & offset, bool final) {
+          if (spawn(i)) {
+            if (final) {
+              kdforge::Ray<float> const r = rays(i);
+              for (int d = 0; d < 3; ++d) points(offset, d) = r.origin[d] + hits(i).t * r.direction[d];
+              which(offset) = std::int32_t(i);
+            }
+            ++offset;
+          }
+        });
+    int const k = gather_k_;
+    auto nn = kdforge::range_knn(exec_, photon_tree_, points, k);
+    auto pixel = pixel_;
+    auto weight = weight_, image = image_;
+    auto spow = stored_power_;
+    float const scale = caustic_scale_;
+    Kokkos::parallel_for(
+        "kdforge_rays::gather", Kokkos::RangePolicy<Exec>(exec_, 0, count), KOKKOS_LAMBDA(std::int64_t j) {
+          float r2 = 0;
+          for (int q = 0; q < k; ++q)
+            if (nn.indices(j, q) >= 0) r2 = nn.sq_distances(j, q);
+          if (!(r2 > 0)) return;
+          float const r = ::sqrtf(r2);
+          float flux[3] = {0, 0, 0};
+          for (int q = 0; q < k; ++q) {
+            auto const id = nn.indices(j, q);
+            if (id < 0) continue;
+            float const w = 1 - ::sqrtf(nn.sq_distances(j, q)) / r;
+            for (int d = 0; d < 3; ++d) flux[d] += w * spow(id, d);
+          }
+          std::int32_t const i = which(j);
+          Material const m = materials(material(hits(i).triangle));
+          float const norm = scale / (3.14159265f * r2 * (1.f / 3.f));
+          for (int d = 0; d < 3; ++d) image(pixel(i), d) += weight(i, d) * m.color[d] * flux[d] * norm;
+        });
+    exec_.fence();
+    st.gathers += count;
+    st.gather_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   }
 
   static std::vector<kdforge::Ray<float>> to_host(Rays const& r) {
@@ -437,6 +767,18 @@ private:
   Hits hits_;
   Kokkos::View<bool*, MS> occluded_;
   kdforge::TriangleTree<MS, float> tree_;
+  // caustics
+  int photons_ = 0, gather_k_ = 50;
+  float caustic_scale_ = 1.f, emit_cos_ = 1.f;
+  float light_pos_[3] = {0, 0, 0}, light_color_[3] = {0, 0, 0}, emit_axis_[3] = {0, 1, 0};
+  Rays photon_rays_, photon_next_;
+  Hits photon_hits_;
+  Kokkos::View<float* [3], MS> photon_power_, photon_next_power_, stored_pos_, stored_power_;
+  Kokkos::View<std::int32_t*, MS> photon_alive_, photon_store_;
+  std::int64_t stored_count_ = 0;
+  Kokkos::View<float* [3], MS> photon_tree_points_;
+  decltype(kdforge::build_vvh_tree(std::declval<Exec const&>(), std::declval<Kokkos::View<float* [3], MS> const&>()))
+      photon_tree_;
 };
 
 } // namespace kdforge_rays

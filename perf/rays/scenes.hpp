@@ -42,11 +42,18 @@ struct Scene {
   std::vector<Light> lights;
   Camera camera;
   int bounces = 0;           // reflection/refraction bounces the paper rendered it with
-  std::string paper_scene;   // the scene of Zhou et al.'s Fig. 4 it stands in for ("" for none)
+  std::string paper_scene;   // the scene of Zhou et al.'s Fig. 4 or 7 it stands in for ("" for none)
+  // caustics (section 5.3): photons shot from the first light at the mirror
+  // and glass objects each frame, stored where they land on diffuse
+  // surfaces, gathered by eye rays with the k nearest (0 photons: none)
+  int caustic_photons = 0;
+  int gather_k = 50;
+  float caustic_scale = 1.f; // exposure of the photons' radiance estimate
 };
 
 /// The procedural scenes, smallest first: toys, museum, robots, kitchen,
-/// forest, dragon (the paper's six sizes), blob-1m, blob-5m.
+/// forest, dragon (the paper's six sizes), blob-1m, blob-5m, and the
+/// caustic scenes of its Fig. 7: ring, champagne.
 std::vector<std::string> scene_names();
 
 /// A procedural scene by name, or a mesh file (.obj, .ply) in a plain
