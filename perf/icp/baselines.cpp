@@ -41,9 +41,11 @@ kdforge::RigidTransform from_matrix(M const& m) {
   return x;
 }
 
+#if defined(KDFORGE_ICP_OPEN3D) || defined(KDFORGE_ICP_PCL)
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+#endif
 
 #if defined(KDFORGE_ICP_OPEN3D)
 class Open3dIcp : public Baseline {
