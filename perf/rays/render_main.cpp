@@ -26,9 +26,10 @@ double median(std::vector<double> v) {
 }
 
 // Renders frame 0 again on Kokkos::Serial and compares pixel by pixel.
-int check_serial(kdforge_rays::Scene const& scene, int w, int h, int bounces, float t0,
+int check_serial(kdforge_rays::Scene const& scene, int w, int h, int bounces, float t0, bool range,
                  std::vector<std::uint8_t> const& image) {
   kdforge_rays::Renderer<Kokkos::Serial> serial(Kokkos::Serial{}, scene, w, h);
+  serial.gather_by_range(range);
   serial.frame(t0, bounces);
   auto const ref = serial.image_rgb8();
   std::int64_t differ = 0, off = 0;
@@ -60,6 +61,7 @@ int main(int argc, char** argv) {
   int width = 1024, height = 1024, frames = 1, bounces = -1;
   float t0 = 0, dt = 0.1f;
   bool serial = false, list = false, quiet = false;
+  std::string gather = "walk";
   app.add_option("--scene", scene_name, "a procedural scene (--list) or a mesh file (.obj, .ply)");
   app.add_option("--width", width, "image width")->check(CLI::Range(1, 16384));
   app.add_option("--height", height, "image height")->check(CLI::Range(1, 16384));
@@ -71,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "PNG file of the last frame");
   app.add_flag("--check-serial", serial, "render the first frame on Kokkos::Serial too and compare the images");
   app.add_flag("--list", list, "list the procedural scenes");
+  app.add_option("--gather", gather, "caustic scenes: photons by the exact kNN walk or by range kNN (the paper's)")
+      ->check(CLI::IsMember({"walk", "range"}));
   app.add_flag("--quiet", quiet, "print the summary only");
   try {
     app.parse(argc, argv);
@@ -87,6 +91,7 @@ int main(int argc, char** argv) {
     auto const scene = kdforge_rays::make_scene(scene_name);
     using Exec = Kokkos::DefaultExecutionSpace;
     kdforge_rays::Renderer<Exec> renderer(Exec{}, scene, width, height);
+    renderer.gather_by_range(gather == "range");
     int const b = bounces < 0 ? scene.bounces : bounces;
     std::printf("scene %s: %lld triangles, %zu lights, %d bounces, %d x %d, %s (concurrency %d)\n", scene.name.c_str(),
                 (long long)scene.mesh.triangle_count(), scene.lights.size(), b, width, height, Exec::name(),
@@ -106,7 +111,7 @@ int main(int argc, char** argv) {
       if (!quiet && st.photons_stored > 0)
         std::printf("  caustics: %lld photons stored, photon tracing %.3f ms, photon tree %.3f ms, %lld gathers %.3f ms\n",
                     (long long)st.photons_stored, st.photon_ms, st.photon_tree_ms, (long long)st.gathers, st.gather_ms);
-      if (f == 0 && serial) rc = check_serial(scene, width, height, b, t0, renderer.image_rgb8());
+      if (f == 0 && serial) rc = check_serial(scene, width, height, b, t0, gather == "range", renderer.image_rgb8());
     }
     std::printf("SAH cost of the last tree: %.1f (height %d)\n", kdforge::sah_cost(renderer.tree()),
                 renderer.tree().height());

@@ -25,7 +25,9 @@
 // where they first land on a diffuse surface after at least one such
 // bounce, builds a VVH photon tree (kdforge::build_vvh_tree) and adds to
 // every diffuse eye hit the radiance estimate of its k nearest photons
-// (kdforge::range_knn, Algorithm 6) under a cone filter (Jensen 2001).
+// under a cone filter (Jensen 2001), found by the exact kNN walk of the VVH
+// tree or, as the paper does, by range kNN (Algorithm 6; --gather range):
+// on an H100 the walk takes a fifth of range kNN's time (docs/performance.md).
 // Photons and gathers are compacted by scans, so the image stays the same
 // on every backend.
 #include "scenes.hpp"
@@ -539,11 +541,25 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             ++offset;
           }
         });
+    if (gather_by_range_)
+      add_caustics(kdforge::range_knn(exec_, photon_tree_, points, gather_k_), which, count);
+    else
+      add_caustics(kdforge::knn(exec_, photon_tree_, points, gather_k_), which, count);
+    exec_.fence();
+    st.gathers += count;
+    st.gather_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  }
+
+  // adds each gather's cone-filtered photon estimate to its pixel
+  template <class Neighbours>
+  void add_caustics(Neighbours const& nn, Kokkos::View<std::int32_t*, MS> const& which, std::int64_t count) {
     int const k = gather_k_;
-    auto nn = kdforge::range_knn(exec_, photon_tree_, points, k);
     auto pixel = pixel_;
     auto weight = weight_, image = image_;
     auto spow = stored_power_;
+    auto hits = hits_;
+    auto material = material_;
+    auto materials = materials_;
     float const scale = caustic_scale_;
     Kokkos::parallel_for(
         "kdforge_rays::gather", Kokkos::RangePolicy<Exec>(exec_, 0, count), KOKKOS_LAMBDA(std::int64_t j) {
@@ -564,10 +580,11 @@ public: // kernels (public: CUDA lambdas may not live in private member function
           float const norm = scale / (3.14159265f * r2 * (1.f / 3.f));
           for (int d = 0; d < 3; ++d) image(pixel(i), d) += weight(i, d) * m.color[d] * flux[d] * norm;
         });
-    exec_.fence();
-    st.gathers += count;
-    st.gather_ms += std::chrono::duration<double, std::milli>(clock::now() - t0).count();
   }
+
+  /// Gathers photons by range kNN (Algorithm 6, the paper's) rather than
+  /// by the exact kNN walk of the same tree (the default: measured faster).
+  void gather_by_range(bool on) { gather_by_range_ = on; }
 
   static std::vector<kdforge::Ray<float>> to_host(Rays const& r) {
     std::vector<kdforge::Ray<float>> out(r.extent(0));
@@ -769,6 +786,7 @@ private:
   kdforge::TriangleTree<MS, float> tree_;
   // caustics
   int photons_ = 0, gather_k_ = 50;
+  bool gather_by_range_ = false;
   float caustic_scale_ = 1.f, emit_cos_ = 1.f;
   float light_pos_[3] = {0, 0, 0}, light_color_[3] = {0, 0, 0}, emit_axis_[3] = {0, 1, 0};
   Rays photon_rays_, photon_next_;
