@@ -62,6 +62,84 @@ struct RayBatches {
 
 namespace detail {
 KOKKOS_INLINE_FUNCTION float dot3(float const* a, float const* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+// Where a ray meets a triangle: the point, the unit direction, the geometric
+// normal turned to face the ray (up where the triangle has no area), whether
+// the ray came from behind it, and the shading normal (the vertex normals
+// interpolated at the hit, on the ray's side; the geometric one where they
+// disagree, as on a coarse mesh's silhouette, or vanish).
+struct Surface {
+  float p[3], dir[3], nrm[3], sn[3];
+  bool inside;
+  bool flat; // zero area: nrm is a stand-in
+};
+
+template <class Vertices, class Normals, class Triangles>
+KOKKOS_INLINE_FUNCTION Surface surface_at(Vertices const& vertices, Normals const& normals, Triangles const& triangles,
+                                          kdforge::Ray<float> const& r, kdforge::Hit<float> const& h) {
+  Surface s;
+  float e1[3], e2[3];
+  for (int d = 0; d < 3; ++d) {
+    float const a = vertices(triangles(h.triangle, 0), d);
+    e1[d] = vertices(triangles(h.triangle, 1), d) - a;
+    e2[d] = vertices(triangles(h.triangle, 2), d) - a;
+    s.p[d] = r.origin[d] + h.t * r.direction[d];
+  }
+  s.nrm[0] = e1[1] * e2[2] - e1[2] * e2[1];
+  s.nrm[1] = e1[2] * e2[0] - e1[0] * e2[2];
+  s.nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
+  float const nl = ::sqrtf(dot3(s.nrm, s.nrm));
+  float const dl = ::sqrtf(dot3(r.direction, r.direction));
+  s.flat = !(nl > 0);
+  for (int d = 0; d < 3; ++d) {
+    s.nrm[d] = nl > 0 ? s.nrm[d] / nl : (d == 1 ? 1.f : 0.f);
+    s.dir[d] = r.direction[d] / dl;
+  }
+  s.inside = dot3(s.nrm, s.dir) > 0;
+  if (s.inside)
+    for (int d = 0; d < 3; ++d) s.nrm[d] = -s.nrm[d];
+  float const w0 = 1 - h.u - h.v;
+  for (int d = 0; d < 3; ++d)
+    s.sn[d] = w0 * normals(triangles(h.triangle, 0), d) + h.u * normals(triangles(h.triangle, 1), d) +
+              h.v * normals(triangles(h.triangle, 2), d);
+  float const snl = ::sqrtf(dot3(s.sn, s.sn));
+  float const side = dot3(s.sn, s.nrm) < 0 ? -1.f : 1.f;
+  for (int d = 0; d < 3; ++d) s.sn[d] = snl > 0 ? side * s.sn[d] / snl : s.nrm[d];
+  if (dot3(s.sn, s.dir) >= 0)
+    for (int d = 0; d < 3; ++d) s.sn[d] = s.nrm[d];
+  return s;
+}
+
+// The one ray a mirror or glass surface sends on (glass refracts, or
+// reflects where Snell's law has no answer; a mirror reflects), starting
+// eps off the surface on its side; returns the share of light it carries.
+KOKKOS_INLINE_FUNCTION float bounce(Surface const& s, Material const& m, float eps, kdforge::Ray<float>& next) {
+  float const cosi = -dot3(s.sn, s.dir);
+  float out[3];
+  float share = m.reflect;
+  float sign = 1; // the new origin's side of the surface: +1 in front, -1 behind
+  bool reflect = m.transmit <= 0;
+  if (!reflect) {
+    float const eta = s.inside ? m.ior : 1.f / m.ior;
+    float const k = 1 - eta * eta * (1 - cosi * cosi);
+    share = m.transmit;
+    if (k < 0) {
+      reflect = true; // total internal reflection
+    } else {
+      for (int d = 0; d < 3; ++d) out[d] = eta * s.dir[d] + (eta * cosi - ::sqrtf(k)) * s.sn[d];
+      sign = -1;
+    }
+  }
+  if (reflect)
+    for (int d = 0; d < 3; ++d) out[d] = s.dir[d] + 2 * cosi * s.sn[d];
+  for (int d = 0; d < 3; ++d) {
+    next.origin[d] = s.p[d] + sign * eps * s.nrm[d];
+    next.direction[d] = out[d];
+  }
+  next.tmin = 0;
+  next.tmax = kdforge::detail::infinity<float>();
+  return share;
+}
 } // namespace detail
 
 template <class Exec>
@@ -428,25 +506,18 @@ public: // kernels (public: CUDA lambdas may not live in private member function
     float const eps = epsilon_;
     Kokkos::parallel_for(
         "kdforge_rays::scatter_photons", Kokkos::RangePolicy<Exec>(exec_, 0, m), KOKKOS_LAMBDA(std::int64_t i) {
-          using detail::dot3;
           alive(i) = 0;
           store(i) = 0;
           kdforge::Hit<float> const h = hits(i);
           if (h.triangle < 0) return;
           kdforge::Ray<float> const r = rays(i);
           Material const mt = materials(material(h.triangle));
-          float p[3], e1[3], e2[3], nrm[3], dir[3], sn[3];
-          for (int d = 0; d < 3; ++d) {
-            float const a = vertices(triangles(h.triangle, 0), d);
-            e1[d] = vertices(triangles(h.triangle, 1), d) - a;
-            e2[d] = vertices(triangles(h.triangle, 2), d) - a;
-            p[d] = r.origin[d] + h.t * r.direction[d];
-          }
+          detail::Surface const sf = detail::surface_at(vertices, normals, triangles, r, h);
           if (mt.reflect <= 0 && mt.transmit <= 0) {
             if (bounce == 0) return; // direct light: not a caustic
             kdforge::Ray<float> s;
             for (int d = 0; d < 3; ++d) {
-              s.origin[d] = p[d];
+              s.origin[d] = sf.p[d];
               s.direction[d] = r.direction[d];
               next_power(i, d) = power(i, d);
             }
@@ -456,51 +527,10 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             store(i) = 1;
             return;
           }
-          nrm[0] = e1[1] * e2[2] - e1[2] * e2[1];
-          nrm[1] = e1[2] * e2[0] - e1[0] * e2[2];
-          nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
-          float const nl = ::sqrtf(dot3(nrm, nrm)), dl = ::sqrtf(dot3(r.direction, r.direction));
-          if (!(nl > 0)) return;
-          for (int d = 0; d < 3; ++d) {
-            nrm[d] /= nl;
-            dir[d] = r.direction[d] / dl;
-          }
-          bool const inside = dot3(nrm, dir) > 0;
-          if (inside)
-            for (int d = 0; d < 3; ++d) nrm[d] = -nrm[d];
-          float const w0 = 1 - h.u - h.v;
-          for (int d = 0; d < 3; ++d)
-            sn[d] = w0 * normals(triangles(h.triangle, 0), d) + h.u * normals(triangles(h.triangle, 1), d) +
-                    h.v * normals(triangles(h.triangle, 2), d);
-          float const snl = ::sqrtf(dot3(sn, sn));
-          float const side = dot3(sn, nrm) < 0 ? -1.f : 1.f;
-          for (int d = 0; d < 3; ++d) sn[d] = snl > 0 ? side * sn[d] / snl : nrm[d];
-          if (dot3(sn, dir) >= 0)
-            for (int d = 0; d < 3; ++d) sn[d] = nrm[d];
-          float const cosi = -dot3(sn, dir);
-          float out[3];
-          float sign = 1, share = mt.reflect;
-          bool reflect = mt.transmit <= 0;
-          if (!reflect) {
-            float const eta = inside ? mt.ior : 1.f / mt.ior;
-            float const k = 1 - eta * eta * (1 - cosi * cosi);
-            share = mt.transmit;
-            if (k < 0) reflect = true;
-            else {
-              for (int d = 0; d < 3; ++d) out[d] = eta * dir[d] + (eta * cosi - ::sqrtf(k)) * sn[d];
-              sign = -1;
-            }
-          }
-          if (reflect)
-            for (int d = 0; d < 3; ++d) out[d] = dir[d] + 2 * cosi * sn[d];
+          if (sf.flat) return;
           kdforge::Ray<float> s;
-          for (int d = 0; d < 3; ++d) {
-            s.origin[d] = p[d] + sign * eps * nrm[d];
-            s.direction[d] = out[d];
-            next_power(i, d) = power(i, d) * share * mt.color[d];
-          }
-          s.tmin = 0;
-          s.tmax = kdforge::detail::infinity<float>();
+          float const share = detail::bounce(sf, mt, eps, s);
+          for (int d = 0; d < 3; ++d) next_power(i, d) = power(i, d) * share * mt.color[d];
           next(i) = s;
           alive(i) = 1;
         });
@@ -516,31 +546,31 @@ public: // kernels (public: CUDA lambdas may not live in private member function
     auto hits = hits_;
     auto material = material_;
     auto materials = materials_;
-    auto spawn = spawn_; // free until shade: marks the rays that gather
-    Kokkos::parallel_for(
-        "kdforge_rays::gather_flags", Kokkos::RangePolicy<Exec>(exec_, 0, n), KOKKOS_LAMBDA(std::int64_t i) {
-          std::int32_t const t = hits(i).triangle;
-          spawn(i) = t >= 0 && materials(material(t)).reflect <= 0 && materials(material(t)).transmit <= 0 ? 1 : 0;
-        });
+    // one scan lists the diffuse hits in ray order (and counts them)
+    if (gather_ray_.extent(0) < std::size_t(n))
+      gather_ray_ = Kokkos::View<std::int32_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge_rays::gather_ray"),
+                                                    rays_.extent(0));
+    auto ray_of = gather_ray_;
     std::int64_t count = 0;
-    Kokkos::parallel_reduce(
-        "kdforge_rays::gather_count", Kokkos::RangePolicy<Exec>(exec_, 0, n),
-        KOKKOS_LAMBDA(std::int64_t i, std::int64_t & c) { c += spawn(i); }, count);
-    if (count == 0) return;
-    Kokkos::View<float* [3], MS> points(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge_rays::gathers"), count);
-    Kokkos::View<std::int32_t*, MS> which(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge_rays::gather_ray"), count);
     Kokkos::parallel_scan(
-        "kdforge_rays::gather_points", Kokkos::RangePolicy<Exec>(exec_, 0, n),
+        "kdforge_rays::gather_list", Kokkos::RangePolicy<Exec>(exec_, 0, n),
         KOKKOS_LAMBDA(std::int64_t i, std::int64_t & offset, bool final) {
-          if (spawn(i)) {
-            if (final) {
-              kdforge::Ray<float> const r = rays(i);
-              for (int d = 0; d < 3; ++d) points(offset, d) = r.origin[d] + hits(i).t * r.direction[d];
-              which(offset) = std::int32_t(i);
-            }
+          std::int32_t const t = hits(i).triangle;
+          if (t >= 0 && materials(material(t)).reflect <= 0 && materials(material(t)).transmit <= 0) {
+            if (final) ray_of(offset) = std::int32_t(i);
             ++offset;
           }
+        },
+        count);
+    if (count == 0) return;
+    Kokkos::View<float* [3], MS> points(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge_rays::gathers"), count);
+    Kokkos::parallel_for(
+        "kdforge_rays::gather_points", Kokkos::RangePolicy<Exec>(exec_, 0, count), KOKKOS_LAMBDA(std::int64_t j) {
+          std::int32_t const i = ray_of(j);
+          kdforge::Ray<float> const r = rays(i);
+          for (int d = 0; d < 3; ++d) points(j, d) = r.origin[d] + hits(i).t * r.direction[d];
         });
+    auto const which = Kokkos::subview(gather_ray_, std::make_pair(std::int64_t(0), count));
     if (gather_by_range_)
       add_caustics(kdforge::range_knn(exec_, photon_tree_, points, gather_k_), which, count);
     else
@@ -551,8 +581,8 @@ public: // kernels (public: CUDA lambdas may not live in private member function
   }
 
   // adds each gather's cone-filtered photon estimate to its pixel
-  template <class Neighbours>
-  void add_caustics(Neighbours const& nn, Kokkos::View<std::int32_t*, MS> const& which, std::int64_t count) {
+  template <class Neighbours, class Which>
+  void add_caustics(Neighbours const& nn, Which const& which, std::int64_t count) {
     int const k = gather_k_;
     auto pixel = pixel_;
     auto weight = weight_, image = image_;
@@ -634,38 +664,8 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             }
             return;
           }
-          float p[3], e1[3], e2[3], nrm[3], dir[3];
-          for (int d = 0; d < 3; ++d) {
-            float const a = vertices(triangles(h.triangle, 0), d);
-            e1[d] = vertices(triangles(h.triangle, 1), d) - a;
-            e2[d] = vertices(triangles(h.triangle, 2), d) - a;
-            p[d] = r.origin[d] + h.t * r.direction[d];
-          }
-          nrm[0] = e1[1] * e2[2] - e1[2] * e2[1];
-          nrm[1] = e1[2] * e2[0] - e1[0] * e2[2];
-          nrm[2] = e1[0] * e2[1] - e1[1] * e2[0];
-          float const nl2 = ::sqrtf(dot3(nrm, nrm));
-          float const dl = ::sqrtf(dot3(r.direction, r.direction));
-          for (int d = 0; d < 3; ++d) {
-            nrm[d] = nl2 > 0 ? nrm[d] / nl2 : (d == 1 ? 1.f : 0.f);
-            dir[d] = r.direction[d] / dl;
-          }
-          bool const inside = dot3(nrm, dir) > 0; // hit from behind: flip the normal to face the ray
-          if (inside)
-            for (int d = 0; d < 3; ++d) nrm[d] = -nrm[d];
-          // the shading normal: the vertex normals interpolated at the hit,
-          // turned to the ray's side; the geometric one where they disagree
-          // (a silhouette of a coarse mesh) or vanish
-          float sn[3];
-          float const w0 = 1 - h.u - h.v;
-          for (int d = 0; d < 3; ++d)
-            sn[d] = w0 * normals(triangles(h.triangle, 0), d) + h.u * normals(triangles(h.triangle, 1), d) +
-                    h.v * normals(triangles(h.triangle, 2), d);
-          float const snl = ::sqrtf(dot3(sn, sn));
-          float const side = dot3(sn, nrm) < 0 ? -1.f : 1.f;
-          for (int d = 0; d < 3; ++d) sn[d] = snl > 0 ? side * sn[d] / snl : nrm[d];
-          if (dot3(sn, dir) >= 0)
-            for (int d = 0; d < 3; ++d) sn[d] = nrm[d];
+          detail::Surface const sf = detail::surface_at(vertices, normals, triangles, r, h);
+          float const *p = sf.p, *nrm = sf.nrm, *sn = sf.sn, *dir = sf.dir;
           Material const m = materials(material(h.triangle));
           for (int c = 0; c < 3; ++c) image(px, c) += w[c] * 0.06f * m.color[c]; // ambient
           for (int l = 0; l < nl; ++l) {
@@ -694,32 +694,8 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             shadow(i * nl + l) = s;
           }
           if (!spawn_secondary || (m.transmit <= 0 && m.reflect <= 0)) return;
-          float const cosi = -dot3(sn, dir);
-          float out[3];
-          float share = m.reflect;
-          float sign = 1; // the new origin's side of the surface: +1 in front, -1 behind
-          bool reflect = m.transmit <= 0;
-          if (!reflect) {
-            float const eta = inside ? m.ior : 1.f / m.ior;
-            float const k = 1 - eta * eta * (1 - cosi * cosi);
-            if (k < 0) {
-              reflect = true; // total internal reflection
-              share = m.transmit;
-            } else {
-              for (int d = 0; d < 3; ++d) out[d] = eta * dir[d] + (eta * cosi - ::sqrtf(k)) * sn[d];
-              share = m.transmit;
-              sign = -1;
-            }
-          }
-          if (reflect)
-            for (int d = 0; d < 3; ++d) out[d] = dir[d] + 2 * cosi * sn[d];
           kdforge::Ray<float> s;
-          for (int d = 0; d < 3; ++d) {
-            s.origin[d] = p[d] + sign * eps * nrm[d];
-            s.direction[d] = out[d];
-          }
-          s.tmin = 0;
-          s.tmax = kdforge::detail::infinity<float>();
+          float const share = detail::bounce(sf, m, eps, s);
           next(i) = s;
           for (int c = 0; c < 3; ++c) next_weight(i, c) = w[c] * share * (m.transmit > 0 ? m.color[c] : 1.f);
           spawn(i) = 1;
@@ -792,7 +768,7 @@ private:
   Rays photon_rays_, photon_next_;
   Hits photon_hits_;
   Kokkos::View<float* [3], MS> photon_power_, photon_next_power_, stored_pos_, stored_power_;
-  Kokkos::View<std::int32_t*, MS> photon_alive_, photon_store_;
+  Kokkos::View<std::int32_t*, MS> photon_alive_, photon_store_, gather_ray_;
   std::int64_t stored_count_ = 0;
   Kokkos::View<float* [3], MS> photon_tree_points_;
   decltype(kdforge::build_vvh_tree(std::declval<Exec const&>(), std::declval<Kokkos::View<float* [3], MS> const&>()))
