@@ -13,6 +13,7 @@
 #include <kdforge/base/results.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/brute_force.hpp>
+#include <kdforge/kernels/query/brute_force_gemm.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -29,6 +30,8 @@ struct BruteForceOptions {
   double cutoff_radius = std::numeric_limits<double>::infinity();
   /// Self-queries: queries are the points (same rows); row i leaves point i out.
   bool exclude_self = false;
+  /// How the distances are computed (the answer is the same either way).
+  BruteForceMethod method = BruteForceMethod::automatic;
 };
 
 /// The k nearest of `points` (N x D, any layout, float or double) to each
@@ -85,7 +88,8 @@ knn_brute_force(Exec const& exec, Points const& points, Queries const& queries, 
   Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
              decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
   detail::Region region("kdforge::knn_brute_force");
-  detail::run_brute_knn(exec, points, Kokkos::View<Index*, MS>(), queries, k, res, sq_cutoff, options.exclude_self);
+  detail::run_brute_knn_by(exec, points, Kokkos::View<Index*, MS>(), queries, k, res, sq_cutoff, options.exclude_self,
+                           options.method, "knn_brute_force");
   return res;
 }
 
