@@ -7,6 +7,8 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       libnanoflann-dev python3 gnuplot-nox
       # the descriptor benchmark's baselines (perf/descriptors; faiss on OpenBLAS, not the reference BLAS)
       libflann-dev liblz4-dev libfaiss-dev libopenblas0-pthread
+      # brute-force kNN through the BLAS (kernels/query/brute_force_gemm.hpp)
+      libopenblas-dev
       # the renderer and the ray benchmark (perf/rays): mesh files, PNG output, the Embree baseline
       libtinyobjloader-dev libstb-dev libembree-dev
       # the ICP tracking benchmark's baselines (perf/icp; optional: built only where found)
