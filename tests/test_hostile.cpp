@@ -553,7 +553,17 @@ TEST_CASE_TEMPLATE("hostile coordinates: offsets of 1e9, subnormals, huge values
       check_error([&] { knn_approximate(exec, good, dp, 2); }, qmsg);
       check_error([&] { closest_point(exec, bt, rows<Exec>(pts)); }, qmsg);
     }
-    pts[123][1] = 0.f;
+    // under drop, a point with a NaN or infinite coordinate is left out
+    // whatever its other coordinates
+    pts[123][1] = 1e30f;
+    pts[123][2] = std::numeric_limits<float>::quiet_NaN();
+    {
+      BuildOptions drop;
+      drop.non_finite = NonFinitePolicy::drop;
+      auto const t = build_left_balanced(exec, to_device<Exec>(pts, "p"), drop);
+      CHECK(t.size() == pts.size() - 1);
+    }
+    pts[123][1] = pts[123][2] = 0.f;
     // double beyond its range (+-1.9e153 in 3-D)
     dpts[7][0] = 1e200;
     check_error([&] { build_split_sort(exec, to_device<Exec>(dpts, "p")); }, {"point 7", "beyond +-1.9", "double"});

@@ -1,4 +1,5 @@
-// Fuzz target: the public API on small point sets and queries decoded from
+// Fuzz targets api_points and api_rows (KDFORGE_FUZZ_API_POINT_TREES 1 or
+// 0): the public API on small point sets and queries decoded from
 // the fuzz input (sizes, dimension, k, radii, per-query radii, options, and
 // coordinates that include NaN, infinities, subnormals, copies, offsets of
 // 1e9 and magnitudes beyond what squared distances hold), on every point
@@ -409,6 +410,7 @@ Kokkos::View<kdforge::Point<T, D>*, MS> points(std::vector<T> const& v, std::int
   return d;
 }
 
+#if KDFORGE_FUZZ_API_POINT_TREES
 /// Left-balanced or split-and-sort trees of dimension D.
 template <class T, int D, bool SplitSort>
 void point_trees(Bytes& b) {
@@ -416,17 +418,19 @@ void point_trees(Bytes& b) {
   Problem<T> pb;
   fill<T>(b, pb, b.u8() % 48, b.u8() % 6, D);
   bool const drop = b.u8() & 1;
-  // drop leaves NaN and infinity out; a finite coordinate out of range is refused either way
+  // drop leaves out the points with a NaN or infinite coordinate, whatever
+  // their others; a finite point out of range is refused either way
   bool invalid = false;
   pb.dropped.assign(std::size_t(pb.n), 0);
-  for (std::int64_t i = 0; i < pb.n; ++i)
+  for (std::int64_t i = 0; i < pb.n; ++i) {
+    bool finite = true, in_range = true;
     for (int d = 0; d < D; ++d) {
-      T const x = pb.point(i)[d];
-      if (!usable(x, D)) {
-        if (drop && !std::isfinite(x)) pb.dropped[std::size_t(i)] = 1;
-        else invalid = true;
-      }
+      finite = finite && std::isfinite(pb.point(i)[d]);
+      in_range = in_range && usable(pb.point(i)[d], D);
     }
+    if (drop && !finite) pb.dropped[std::size_t(i)] = 1;
+    else if (!in_range) invalid = true;
+  }
   auto dp = points<T, D>(pb.pts, pb.n);
   auto dq = points<T, D>(pb.qs, pb.m);
   auto const policy = drop ? kdforge::NonFinitePolicy::drop : kdforge::NonFinitePolicy::reject;
@@ -459,6 +463,7 @@ void point_trees(Bytes& b) {
   }
 }
 
+#else
 /// Bucket trees (run-time dimension 1 to 5) and brute force.
 template <class T>
 void bucket_tree(Bytes& b, bool brute) {
@@ -541,6 +546,8 @@ void vvh_tree(Bytes& b) {
   });
 }
 
+#endif
+
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -553,17 +560,19 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
   Bytes b{data, size};
   std::uint8_t const kind = b.u8();
   bool const dbl = kind & 0x80;
-  // point trees in 3-D (float and double left-balanced, float split-and-sort:
-  // each tree type compiles every query kernel, so the target compiles in
-  // minutes, not tens of them); other dimensions come with the bucket trees
-  switch (kind % 8) {
-  case 0:
-  case 1: dbl ? point_trees<double, 3, false>(b) : point_trees<float, 3, false>(b); break;
-  case 2: point_trees<float, 3, true>(b); break;
-  case 3:
-  case 4: dbl ? bucket_tree<double>(b, false) : bucket_tree<float>(b, false); break;
-  case 5: dbl ? bucket_tree<double>(b, true) : bucket_tree<float>(b, true); break;
+  // two targets, compiled in parallel (each tree type compiles every query
+  // kernel): point trees in 3-D (float and double left-balanced, float
+  // split-and-sort), and the trees of rows (bucket trees of 1 to 5
+  // dimensions, brute force, VVH trees), float and double
+#if KDFORGE_FUZZ_API_POINT_TREES
+  if (kind % 2 == 0) dbl ? point_trees<double, 3, false>(b) : point_trees<float, 3, false>(b);
+  else point_trees<float, 3, true>(b);
+#else
+  switch (kind % 3) {
+  case 0: dbl ? bucket_tree<double>(b, false) : bucket_tree<float>(b, false); break;
+  case 1: dbl ? bucket_tree<double>(b, true) : bucket_tree<float>(b, true); break;
   default: dbl ? vvh_tree<double>(b) : vvh_tree<float>(b); break;
   }
+#endif
   return 0;
 }

@@ -19,6 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 here=$PWD
 seconds=${1:-60}
 shift || true
+[[ "$seconds" =~ ^[1-9][0-9]*$ ]] || { echo "tests/fuzz/run.sh: SECONDS must be a whole number >= 1 (got '$seconds')" >&2; exit 2; }
 build=${KDFORGE_FUZZ_BUILD:-$here/build-fuzz}
 jobs=${KDFORGE_BUILD_JOBS:-$(nproc)}
 cores=$(nproc)
@@ -30,8 +31,8 @@ cxx=$(command -v clang++ || command -v clang++-14 || true)
 cmake -S . -B "$build" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKDFORGE_BACKEND=Serial \
       -DKDFORGE_ENABLE_FUZZ=ON -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF >/dev/null
 targets=("$@")
-if [ ${#targets[@]} -eq 0 ]; then
-  targets=($(cd "$build" && ninja -t targets all | sed -n 's/^kdforge_fuzz_\([a-z_]*\): phony$/\1/p' | sort -u))
+if [ ${#targets[@]} -eq 0 ]; then # the list in tests/fuzz/CMakeLists.txt
+  targets=($(sed -n 's/^set(KDFORGE_FUZZ_TARGETS \(.*\))$/\1/p' tests/fuzz/CMakeLists.txt))
 fi
 cmake --build "$build" --parallel "$jobs" --target "${targets[@]/#/kdforge_fuzz_}"
 
