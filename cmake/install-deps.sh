@@ -10,11 +10,13 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       # brute-force kNN through the BLAS (kernels/query/brute_force_gemm.hpp)
       libopenblas-dev
       # the renderer and the ray benchmark (perf/rays): mesh files, PNG output, the Embree baseline
-      libtinyobjloader-dev libstb-dev libembree-dev
+      libstb-dev libembree-dev
       # the ICP tracking benchmark's baselines (perf/icp; optional: built only where found)
       libopen3d-dev libpcl-dev
       # the API reference (cmake --build <build> --target docs)
-      doxygen)
+      doxygen
+      # the fuzz targets (tests/fuzz/run.sh): clang with libFuzzer and the sanitizer runtimes
+      clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

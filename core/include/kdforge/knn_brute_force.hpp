@@ -38,7 +38,8 @@ struct BruteForceOptions {
 /// row of `queries` (M x D, the same coordinate type), sorted by (squared
 /// distance, index); slots beyond N, or beyond the cutoff, are (-1, +inf).
 /// Both Views must be readable by `exec`. Errors (kdforge::Error): k < 1,
-/// different dimensions, NaN or infinite coordinates (the first named), more
+/// different dimensions, NaN or infinite coordinates or ones whose squares
+/// overflow (base/types.hpp, max_sq_coordinate; the first named), more
 /// points than Index holds. Asynchronous like knn().
 template <class Index = std::int32_t, class Exec, class Points, class Queries>
 KnnResult<typename Exec::memory_space, typename Points::non_const_value_type, Index>
@@ -75,16 +76,16 @@ knn_brute_force(Exec const& exec, Points const& points, Queries const& queries, 
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     if (v.extent(0) > 0)
       Kokkos::parallel_reduce("kdforge::knn_brute_force::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
-                              detail::FirstNonFiniteRow<std::decay_t<decltype(v)>>{v, int(dim)},
+                              detail::FirstUnusableRow<std::decay_t<decltype(v)>>{v, int(dim)},
                               Kokkos::Min<std::int64_t>(bad));
     return bad;
   };
   std::int64_t const bad_point = first_bad(points);
-  KDFORGE_REQUIRE(bad_point == std::numeric_limits<std::int64_t>::max(), "knn_brute_force", "point ", bad_point,
-                  " has a NaN or infinite coordinate");
+  if (bad_point != std::numeric_limits<std::int64_t>::max())
+    detail::refuse_row(exec, points, bad_point, "point", "knn_brute_force", "remove it or replace it by a finite one");
   std::int64_t const bad_query = first_bad(queries);
-  KDFORGE_REQUIRE(bad_query == std::numeric_limits<std::int64_t>::max(), "knn_brute_force", "query ", bad_query,
-                  " has a NaN or infinite coordinate; a query must be a finite point");
+  if (bad_query != std::numeric_limits<std::int64_t>::max())
+    detail::refuse_row(exec, queries, bad_query, "query", "knn_brute_force", "a query must be a finite point");
   Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
              decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
   detail::Region region("kdforge::knn_brute_force");

@@ -11,6 +11,7 @@
 #include <kdforge/kernels/query/launch.hpp>
 #include <kdforge/kernels/query/radius.hpp>
 #include <kdforge/kernels/query/rows.hpp>
+#include <kdforge/kernels/common/finite.hpp>
 #include <kdforge/kernels/query/brute_force.hpp>
 #include <kdforge/kernels/query/brute_force_gemm.hpp>
 #include <kdforge/kernels/query/walks/box_best_first.hpp>
@@ -36,13 +37,17 @@ struct is_bucket_tree<Tree, std::enable_if_t<Tree::bucket_tree>> : std::true_typ
 
 namespace kdforge::detail {
 
+/// The first row with a NaN, infinite or out-of-range coordinate (see
+/// max_sq_coordinate in base/types.hpp).
 template <class QV>
-struct FirstNonFiniteRow {
+struct FirstUnusableRow {
   QV q;
   int dim;
   KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t& m) const {
+    using T = typename QV::non_const_value_type;
+    T const max_sq = max_sq_coordinate<T>(dim);
     bool ok = true;
-    for (int d = 0; d < dim; ++d) ok = ok && is_finite(q(i, d));
+    for (int d = 0; d < dim; ++d) ok = ok && is_usable(q(i, d), max_sq);
     if (!ok && i < m) m = i;
   }
 };
@@ -62,10 +67,9 @@ void check_bucket_queries(Exec const& exec, Tree const& tree, QV const& q, char 
   if (m == 0) return;
   std::int64_t bad = std::numeric_limits<std::int64_t>::max();
   Kokkos::parallel_reduce("kdforge::query::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                          FirstNonFiniteRow<QV>{q, int(q.extent(1))}, Kokkos::Min<std::int64_t>(bad));
+                          FirstUnusableRow<QV>{q, int(q.extent(1))}, Kokkos::Min<std::int64_t>(bad));
   if (bad != std::numeric_limits<std::int64_t>::max())
-    fail(where, "query ", bad, " has a NaN or infinite coordinate; a query must be a finite point (remove it, "
-                "or replace it by a finite one)");
+    refuse_row(exec, q, bad, "query", where, "a query must be a finite point (remove it, or replace it by a finite one)");
 }
 
 /// A visitor that hides one index from the visitor it wraps: query i of a
@@ -372,7 +376,7 @@ struct BucketCountFunctor {
   KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
     CountVisitor<Tree> v{sq_r(qi), cap};
     kernels::traverse_box_stack(tree, queries, qi, v);
-    counts(qi) = v.count;
+    counts(qi) = v.result();
   }
 };
 
