@@ -12,7 +12,9 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       # the ICP tracking benchmark's baselines (perf/icp; optional: built only where found)
       libopen3d-dev libpcl-dev
       # the API reference (cmake --build <build> --target docs)
-      doxygen)
+      doxygen
+      # the distributed tree (kdforge::mpi, tests/mpi, perf/mpi): Open MPI and its mpirun
+      libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
