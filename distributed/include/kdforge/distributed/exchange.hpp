@@ -86,12 +86,24 @@ struct RouteFill {
 template <class MS>
 struct RouteIndex {
   Kokkos::View<std::int64_t*, MS> sorted, position;
-  Kokkos::View<std::int32_t*, MS> dest;
-  Kokkos::View<std::int64_t*, MS> per_rank;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
-    std::int64_t const pair = sorted(j);
-    position(pair) = j;
-    Kokkos::atomic_add(&per_rank(dest(pair)), std::int64_t(1));
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const { position(sorted(j)) = j; }
+};
+
+/// first(p): where rank p's pairs begin in the sorted keys (first(P) = pairs),
+/// by binary search (no atomics: every pair would hit one of P counters).
+template <class MS>
+struct RankStarts {
+  Kokkos::View<std::uint32_t*, MS> keys;
+  Kokkos::View<std::int64_t*, MS> first;
+  std::int64_t n;
+  KOKKOS_FUNCTION void operator()(std::int64_t p) const {
+    std::int64_t lo = 0, hi = n;
+    while (lo < hi) {
+      std::int64_t const mid = lo + (hi - lo) / 2;
+      if (std::int64_t(keys(mid)) < p) lo = mid + 1;
+      else hi = mid;
+    }
+    first(p) = lo;
   }
 };
 
@@ -113,10 +125,10 @@ std::int64_t scan_with_total(Exec const& exec, V const& offsets) {
   return total;
 }
 
-/// The pairs of `m` queries under `rule`, sorted by rank, and the counts
-/// exchanged (collective).
+/// The pairs of `m` queries under `rule`, sorted by rank (local: the
+/// counts are exchanged by forward).
 template <class Exec, class MS, class Rule>
-Routes<MS> route(Exec const& exec, Communicator<MS>& comm, Rule const& rule, std::int64_t m) {
+Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rule, std::int64_t m) {
   int const P = comm.size();
   Routes<MS> r;
   r.query_offsets = Kokkos::View<std::int64_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::query_offsets"), m + 1);
@@ -140,15 +152,19 @@ Routes<MS> route(Exec const& exec, Communicator<MS>& comm, Rule const& rule, std
     while ((1 << bits) < P) ++bits;
     backend::sort_by_key(exec, keys, r.sorted, 0, bits); // stable: each rank's queries stay in order
   }
-  Kokkos::View<std::int64_t*, MS> per_rank("kdforge::distributed::per_rank", std::size_t(P));
   Kokkos::parallel_for("kdforge::distributed::route_index", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
-                       RouteIndex<MS>{r.sorted, r.position, r.dest, per_rank});
-  r.send_counts.assign(std::size_t(P), 0);
+                       RouteIndex<MS>{r.sorted, r.position});
+  Kokkos::View<std::int64_t*, MS> first(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rank_starts"),
+                                        std::size_t(P) + 1);
+  Kokkos::parallel_for("kdforge::distributed::rank_starts", Kokkos::RangePolicy<Exec>(exec, 0, std::int64_t(P) + 1),
+                       RankStarts<MS>{keys, first, r.pairs});
+  std::vector<std::int64_t> h_first(std::size_t(P) + 1);
   Kokkos::deep_copy(exec, Kokkos::View<std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                              r.send_counts.data(), std::size_t(P)),
-                    per_rank);
+                              h_first.data(), h_first.size()),
+                    first);
   exec.fence();
-  r.recv_counts = comm.exchange_counts(r.send_counts);
+  r.send_counts.assign(std::size_t(P), 0);
+  for (int p = 0; p < P; ++p) r.send_counts[std::size_t(p)] = h_first[std::size_t(p) + 1] - h_first[std::size_t(p)];
   return r;
 }
 

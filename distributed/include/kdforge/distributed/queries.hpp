@@ -506,10 +506,13 @@ struct Call {
     return r;
   }
 
+  /// The queries to their ranks (the counts first: each rank learns how
+  /// many it receives from each).
   template <class Elem, class Make>
-  Kokkos::View<Elem*, MS> forward(Routes<MS> const& r, Make const& make) {
+  Kokkos::View<Elem*, MS> forward(Routes<MS>& r, Make const& make) {
     auto send = pack<Exec, MS, Elem>(exec, r, make);
     s.stats.route_s += lap();
+    r.recv_counts = s.comm.exchange_counts(r.send_counts);
     auto recv = s.comm.alltoallv(exec, send, r.send_counts, r.recv_counts, traffic, "kdforge::distributed::queries");
     s.stats.forward_s += lap();
     return recv;
