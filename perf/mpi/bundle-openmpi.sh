@@ -92,6 +92,9 @@ if [ ${#programs[@]} -gt 0 ]; then
     targets+=("$out/programs/$name")
   done
 fi
+# a Cuda build's CUDA runtime, where it is linked as a shared library
+cuda_libs=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do [ -d "$d" ] && cuda_libs="$cuda_libs:$d"; done
 declare -A seen=()
 queue=("${targets[@]}")
 while [ ${#queue[@]} -gt 0 ]; do
@@ -104,9 +107,10 @@ while [ ${#queue[@]} -gt 0 ]; do
     seen[$name]=1
     cp -L "$path" "$out/lib/deps/$name"
     queue+=("$path")
-  done < <(LD_LIBRARY_PATH="$out/lib/deps" ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
+  done < <(LD_LIBRARY_PATH="$out/lib/deps:$cuda_libs" ldd "$f" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}')
 done
-missing=$(for f in "${targets[@]}"; do LD_LIBRARY_PATH="$out/lib/deps:$out/$rel_lib" ldd "$f" 2>/dev/null | grep "not found" || true; done | sort -u)
+# the GPU driver's libraries are the target machine's (none here without a GPU)
+missing=$(for f in "${targets[@]}"; do LD_LIBRARY_PATH="$out/lib/deps:$out/$rel_lib" ldd "$f" 2>/dev/null | grep "not found" | grep -v -E "libcuda\.so|libnvidia" || true; done | sort -u)
 [ -z "$missing" ] || { echo "bundle-openmpi.sh: unresolved libraries:" >&2; echo "$missing" >&2; exit 1; }
 
 cat > "$out/env.sh" <<EOF

@@ -3,7 +3,8 @@
 // uniform or a clustered point set, every rank's points those of its cell of
 // a grid over the unit cube (or slabs, or random ranks), queries owned by
 // the rank whose cell holds them or spread over all ranks. Per operation:
-// the time of the call (max over ranks, median over repetitions), each
+// the time of the call (max over ranks, median over repetitions; on one
+// rank also kNN on the plain local tree, the layer's cost), each
 // phase's time (max over ranks), the bytes moved per query against the
 // minimum (the query out, its k results back), and a check of a sample of
 // queries against one tree over the union of the points on rank 0.
@@ -484,6 +485,18 @@ int main(int argc, char** argv) {
       auto row = measure("knn", k, tree, m_total, query_bytes + k * entry_bytes, reps, warmup,
                          [&] { kdforge::knn(exec, tree, queries, k, res); });
       row.verified = verifier.knn(res, k);
+      rows.push_back(row);
+    }
+    // one rank: the same queries on the plain (non-distributed) tree, what
+    // the distributed layer costs on top
+    for (int k : has_op("knn") && g_size == 1 ? k_list : std::vector<int>{}) {
+      kdforge::KnnResult<MS, T, std::int32_t> res;
+      kdforge::QueryWorkspace<MS> ws;
+      auto row = measure("knn-tree", k, tree, m_total, 0, reps, warmup,
+                         [&] { kdforge::knn(exec, tree.local_tree(), queries, k, res, {}, ws); });
+      row.route_ms = row.forward_ms = row.return_ms = row.merge_ms = 0;
+      row.local_ms = row.total_ms;
+      row.bytes_per_query = row.pairs_per_query = row.remote_per_query = 0;
       rows.push_back(row);
     }
     if (has_op("closest")) {
