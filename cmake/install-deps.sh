@@ -16,7 +16,9 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       # the API reference (cmake --build <build> --target docs)
       doxygen
       # the fuzz targets (tests/fuzz/run.sh): clang with libFuzzer and the sanitizer runtimes
-      clang libclang-rt-14-dev)
+      clang libclang-rt-14-dev
+      # the distributed tree (kdforge::mpi, tests/mpi, perf/mpi): Open MPI and its mpirun
+      libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
