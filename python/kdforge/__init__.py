@@ -10,7 +10,13 @@ without copies (GPU builds).
 Differences from scipy and the build: python/README.md.
 """
 
-from ._kdforge import __version__
+try:
+    from ._kdforge import __version__
+except ImportError as e:  # the source tree's python/kdforge, without the compiled module
+    raise ImportError(
+        f"kdforge: the compiled module _kdforge is not in {__path__[0]}: this is the source tree's package. "
+        "Build it (cmake --build <build> --target kdforge_python) and put <build>/python first on PYTHONPATH, "
+        "or install it (python/README.md)") from e
 from ._tree import KDTree, cKDTree, finalize, initialize, runtime_info
 
 __all__ = ["KDTree", "cKDTree", "initialize", "finalize", "runtime_info", "__version__"]
