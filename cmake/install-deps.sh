@@ -12,7 +12,11 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       # the ICP tracking benchmark's baselines (perf/icp; optional: built only where found)
       libopen3d-dev libpcl-dev
       # the API reference (cmake --build <build> --target docs)
-      doxygen)
+      doxygen
+      # the Python module (python/): pybind11, the interpreter's headers and NumPy; its tests
+      # against SciPy with pytest; `pip install --no-build-isolation .` with setuptools and wheel
+      pybind11-dev python3-pybind11 python3-dev python3-numpy python3-scipy python3-pytest
+      python3-setuptools python3-wheel python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,13 +29,18 @@ bash cmake/install-deps.sh
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 
+# --- the Python module (python/): built and its pytest suite run in the
+# OpenMP build only (ctest's kdforge_python); the other builds leave it out
+python_off=(-DKDFORGE_ENABLE_PYTHON=OFF)
+# ---
+
 failed=0
 for b in $backends; do
   echo "=== kdforge: $b backend: configure, build, test"
   # the benchmark driver's checks and the examples against the installed
   # package run in the OpenMP build; other CPU backends build the suite alone
   extra=()
-  [ "$b" = OpenMP ] || extra=(-DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF)
+  [ "$b" = OpenMP ] || extra=(-DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF "${python_off[@]}")
   cmake -S . -B "$root/$b" -G Ninja -DKDFORGE_BACKEND="$b" -DCMAKE_BUILD_TYPE=Release "${extra[@]}"
   cmake --build "$root/$b" --parallel "$jobs"
   (cd "$root/$b" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
@@ -51,7 +56,8 @@ if [ "$release" != off ] && [ -f "$release" ]; then
   echo "=== kdforge: OpenMP backend against Kokkos $(basename "$release"): configure, build, test"
   prefix=$(KDFORGE_KOKKOS_TARBALL="$release" bash cmake/kokkos-bootstrap.sh OpenMP | tail -n1)
   cmake -S . -B "$root/OpenMP-kokkos4" -G Ninja -DKDFORGE_BACKEND=OpenMP -DCMAKE_BUILD_TYPE=Release \
-        -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF
+        -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF \
+        "${python_off[@]}"
   cmake --build "$root/OpenMP-kokkos4" --parallel "$jobs"
   (cd "$root/OpenMP-kokkos4" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
 fi
