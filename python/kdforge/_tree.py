@@ -98,8 +98,14 @@ def _check_place(kind, what):
                          "-DKDFORGE_BACKEND=Cuda")
 
 
+_fast_dimensions = None
+
+
 def _default_builder(m):
-    return "left-balanced" if m in _kdforge.runtime_info()["fast_dimensions"] else "bucket"
+    global _fast_dimensions
+    if _fast_dimensions is None:
+        _fast_dimensions = tuple(_kdforge.runtime_info()["fast_dimensions"])
+    return "left-balanced" if m in _fast_dimensions else "bucket"
 
 
 class KDTree:
@@ -180,11 +186,16 @@ class KDTree:
 
     def _box(self):
         if self._bounds is None:
-            pts = A.to_numpy(self.data, self._kind).reshape(self.n, self.m)
             if self.n == 0:
                 self._bounds = (np.full(self.m, np.inf), np.full(self.m, -np.inf))
-            else:
-                self._bounds = (pts.min(axis=0).astype(np.float64), pts.max(axis=0).astype(np.float64))
+            else:  # reduced where the data lives, only the box copied
+                data = self.data if self._kind != A.CUPY else A._cupy().asarray(self.data)
+                if self._kind in (A.TORCH, A.TORCH_CPU):
+                    lo, hi = data.amin(0), data.amax(0)
+                else:
+                    lo, hi = data.min(axis=0), data.max(axis=0)
+                self._bounds = (A.to_numpy(lo, self._kind).astype(np.float64),
+                                A.to_numpy(hi, self._kind).astype(np.float64))
         return self._bounds
 
     def __repr__(self):
