@@ -60,6 +60,7 @@ command -v ninja >/dev/null && [ ! -f "$build/CMakeCache.txt" ] && gen=(-G Ninja
 echo "=== configure: $backend backend, Kokkos at $prefix, $("$pyexe" --version), pybind11 at $pybind11_dir"
 cmake -S . -B "$build" "${gen[@]}" -DKDFORGE_BACKEND="$backend" -DCMAKE_BUILD_TYPE=Release \
       -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF "${compiler[@]}" \
+      -DCMAKE_PROJECT_INCLUDE="$PWD/python/carried-kokkos.cmake" \
       -DKDFORGE_ENABLE_PYTHON=ON -DKDFORGE_PYTHON_INTERPRETER="$pyexe" -Dpybind11_DIR="$pybind11_dir" \
       -DKDFORGE_ENABLE_TESTS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF
 echo "=== build (the module: minutes with nvcc)"
