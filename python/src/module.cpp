@@ -176,6 +176,16 @@ void ensure_runtime() {
   });
 }
 
+/// An exception's message without Kokkos' trailer about tracebacks.
+std::string message_of(std::exception const& e) {
+  std::string m = e.what();
+  std::string const trailer = "Traceback functionality not available";
+  auto const at = m.find(trailer);
+  if (at != std::string::npos) m.erase(at, trailer.size());
+  while (!m.empty() && (m.back() == '\n' || m.back() == ' ')) m.pop_back();
+  return m;
+}
+
 bool is_memory_message(char const* what) {
   return std::strstr(what, "out of memory") || std::strstr(what, "bytes are free") ||
          std::strstr(what, "failed to allocate") || std::strstr(what, "Memory allocation error");
@@ -304,13 +314,13 @@ PYBIND11_MODULE(_kdforge, m) {
     } catch (py::builtin_exception const&) {
       throw; // pybind11's own (value_error, ...): its translator
     } catch (kdforge::Error const& e) {
-      PyErr_SetString(is_memory_message(e.what()) ? PyExc_MemoryError : PyExc_ValueError, e.what());
+      PyErr_SetString(is_memory_message(e.what()) ? PyExc_MemoryError : PyExc_ValueError, message_of(e).c_str());
     } catch (std::invalid_argument const& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      PyErr_SetString(PyExc_ValueError, message_of(e).c_str());
     } catch (std::bad_alloc const& e) {
-      PyErr_SetString(PyExc_MemoryError, (std::string("kdforge: out of memory (") + e.what() + ")").c_str());
-    } catch (std::runtime_error const& e) {
-      PyErr_SetString(is_memory_message(e.what()) ? PyExc_MemoryError : PyExc_RuntimeError, e.what());
+      PyErr_SetString(PyExc_MemoryError, ("kdforge: out of memory (" + message_of(e) + ")").c_str());
+    } catch (std::runtime_error const& e) { // Kokkos' errors, its allocation failures among them
+      PyErr_SetString(is_memory_message(e.what()) ? PyExc_MemoryError : PyExc_RuntimeError, message_of(e).c_str());
     }
   });
 
