@@ -18,7 +18,11 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       # the fuzz targets (tests/fuzz/run.sh): clang with libFuzzer and the sanitizer runtimes
       clang libclang-rt-14-dev
       # the distributed tree (kdforge::mpi, tests/mpi, perf/mpi): Open MPI and its mpirun
-      libopenmpi-dev openmpi-bin)
+      libopenmpi-dev openmpi-bin
+      # the Python module (python/): pybind11, the interpreter's headers and NumPy; its tests
+      # against SciPy with pytest; `pip install --no-build-isolation .` with setuptools and wheel
+      pybind11-dev python3-pybind11 python3-dev python3-numpy python3-scipy python3-pytest
+      python3-setuptools python3-wheel python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -34,13 +34,18 @@ bash cmake/install-deps.sh
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 
+# --- the Python module (python/): built and its pytest suite run in the
+# OpenMP build only (ctest's kdforge_python); the other builds leave it out
+python_off=(-DKDFORGE_ENABLE_PYTHON=OFF)
+# ---
+
 failed=0
 for b in $backends; do
   echo "=== kdforge: $b backend: configure, build, test"
   # the benchmark driver's checks and the examples against the installed
   # package run in the OpenMP build; other CPU backends build the suite alone
   extra=()
-  [ "$b" = OpenMP ] || extra=(-DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF)
+  [ "$b" = OpenMP ] || extra=(-DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF "${python_off[@]}")
   # --- sanitizers (tests/README.md, Sanitizers): the Serial suite is the sanitized one
   if [ "$b" = Serial ] && [ "${KDFORGE_SANITIZE:-ON}" = ON ]; then
     extra+=(-DKDFORGE_SANITIZE=ON)
@@ -73,7 +78,8 @@ if [ "$release" != off ] && [ -f "$release" ]; then
   prefix=$(KDFORGE_KOKKOS_TARBALL="$release" bash cmake/kokkos-bootstrap.sh OpenMP | tail -n1)
   cmake -S . -B "$root/OpenMP-kokkos4" -G Ninja -DKDFORGE_BACKEND=OpenMP -DCMAKE_BUILD_TYPE=Release \
         -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF \
-        -DKDFORGE_ENABLE_MPI=OFF
+        -DKDFORGE_ENABLE_MPI=OFF \
+        "${python_off[@]}"
   cmake --build "$root/OpenMP-kokkos4" --parallel "$jobs"
   (cd "$root/OpenMP-kokkos4" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
 fi
