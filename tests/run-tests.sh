@@ -75,10 +75,11 @@ fi
 release=${KDFORGE_KOKKOS_RELEASE:-$here/../shared/vendor/kokkos-4.6.01.tar.gz}
 if [ "$release" != off ] && [ -f "$release" ]; then
   echo "=== kdforge: OpenMP backend against Kokkos $(basename "$release"): configure, build, test"
+  # without a BLAS, so that configuration (brute force by tiles alone) is compiled and tested too
   prefix=$(KDFORGE_KOKKOS_TARBALL="$release" bash cmake/kokkos-bootstrap.sh OpenMP | tail -n1)
   cmake -S . -B "$root/OpenMP-kokkos4" -G Ninja -DKDFORGE_BACKEND=OpenMP -DCMAKE_BUILD_TYPE=Release \
         -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF \
-        -DKDFORGE_ENABLE_MPI=OFF \
+        -DKDFORGE_ENABLE_MPI=OFF -DKDFORGE_ENABLE_BLAS=OFF \
         "${python_off[@]}"
   cmake --build "$root/OpenMP-kokkos4" --parallel "$jobs"
   (cd "$root/OpenMP-kokkos4" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
