@@ -224,7 +224,7 @@ std::vector<std::int64_t> block_entries(Exec const& exec, Kokkos::View<std::int6
   Kokkos::View<std::int64_t*, MS> d_out(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::blocks"), P + 1);
   Kokkos::deep_copy(exec, d_displ, H(displ.data(), P + 1));
   Kokkos::parallel_for("kdforge::distributed::blocks", Kokkos::RangePolicy<Exec>(exec, 0, std::int64_t(P) + 1),
-                       AtDisplacements<decltype(offsets), decltype(d_displ), decltype(d_out)>{offsets, d_displ, d_out});
+                       AtDisplacements<Kokkos::View<std::int64_t*, MS>, decltype(d_displ), decltype(d_out)>{offsets, d_displ, d_out});
   std::vector<std::int64_t> at(P + 1);
   Kokkos::deep_copy(exec, H(at.data(), P + 1), d_out);
   exec.fence();
