@@ -223,6 +223,16 @@ public:
                     " is short");
     Kokkos::View<E*, MemorySpace> recv(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
                                        std::size_t(nr));
+    // The block a rank sends itself (with queries owned where their points
+    // are, most of them) never goes through MPI: one copy in its own memory.
+    std::size_t const me = std::size_t(m_rank);
+    std::int64_t const self = send_counts[me];
+    std::int64_t const self_s = sd[me], self_r = rd[me];
+    if (self > 0)
+      Kokkos::deep_copy(exec, Kokkos::subview(recv, std::make_pair(std::size_t(self_r), std::size_t(self_r + self))),
+                        Kokkos::subview(send, std::make_pair(std::size_t(self_s), std::size_t(self_s + self))));
+    sc[me] = 0;
+    rc[me] = 0;
     MPI_Datatype type;
     check_mpi(MPI_Type_contiguous(int(sizeof(E)), MPI_BYTE, &type), "MPI_Type_contiguous");
     check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
@@ -231,14 +241,30 @@ public:
     if (m_transport != MpiTransport::host_staging) {
       rc_mpi = MPI_Alltoallv(send.data(), sc.data(), sd.data(), type, recv.data(), rc.data(), rd.data(), type, m_comm);
     } else {
+      // staged without the self block: the blocks before it, then those after
+      // it, shifted down by its length
       using HS = typename StagingSpace<MemorySpace>::type;
       using H = Kokkos::View<E*, HS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-      H hs(reinterpret_cast<E*>(stage(m_send_stage, std::size_t(ns) * sizeof(E))), std::size_t(ns));
-      H hr(reinterpret_cast<E*>(stage(m_recv_stage, std::size_t(nr) * sizeof(E))), std::size_t(nr));
-      if (ns > 0) Kokkos::deep_copy(exec, hs, Kokkos::subview(send, std::make_pair(std::size_t(0), std::size_t(ns))));
+      std::int64_t const ns_out = ns - self, nr_in = nr - recv_counts[me];
+      H hs(reinterpret_cast<E*>(stage(m_send_stage, std::size_t(ns_out) * sizeof(E))), std::size_t(ns_out));
+      H hr(reinterpret_cast<E*>(stage(m_recv_stage, std::size_t(nr_in) * sizeof(E))), std::size_t(nr_in));
+      auto range = [](std::int64_t a, std::int64_t b) { return std::make_pair(std::size_t(a), std::size_t(b)); };
+      if (self_s > 0) Kokkos::deep_copy(exec, Kokkos::subview(hs, range(0, self_s)), Kokkos::subview(send, range(0, self_s)));
+      if (ns > self_s + self)
+        Kokkos::deep_copy(exec, Kokkos::subview(hs, range(self_s, ns_out)), Kokkos::subview(send, range(self_s + self, ns)));
+      std::vector<int> hsd(sd), hrd(rd);
+      for (std::size_t p = me + 1; p < np; ++p) {
+        hsd[p] -= int(self);
+        hrd[p] -= int(recv_counts[me]);
+      }
+      hsd[me] = int(self_s);
+      hrd[me] = int(self_r);
       exec.fence();
-      rc_mpi = MPI_Alltoallv(hs.data(), sc.data(), sd.data(), type, hr.data(), rc.data(), rd.data(), type, m_comm);
-      if (nr > 0) Kokkos::deep_copy(exec, recv, hr);
+      rc_mpi = MPI_Alltoallv(hs.data(), sc.data(), hsd.data(), type, hr.data(), rc.data(), hrd.data(), type, m_comm);
+      std::int64_t const after = self_r + recv_counts[me];
+      if (self_r > 0) Kokkos::deep_copy(exec, Kokkos::subview(recv, range(0, self_r)), Kokkos::subview(hr, range(0, self_r)));
+      if (nr > after)
+        Kokkos::deep_copy(exec, Kokkos::subview(recv, range(after, nr)), Kokkos::subview(hr, range(self_r, nr_in)));
       exec.fence();
     }
     MPI_Type_free(&type);
