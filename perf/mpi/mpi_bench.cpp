@@ -146,6 +146,8 @@ PV my_share(Generate gen, Owner owner, std::int64_t n, bool by_owner) {
   for (std::int64_t first = 0; first < n; first += chunk) {
     std::int64_t const len = std::min(chunk, n - first);
     Kokkos::parallel_for("bench::mine", Kokkos::RangePolicy<Exec>(exec, 0, len), Mine{gen, owner, g_rank, first, flags});
+    // the slot after the chunk holds the last scan's total: the scan's total must not count it
+    Kokkos::deep_copy(exec, Kokkos::subview(flags, len), std::int64_t(0));
     auto head = Kokkos::subview(flags, std::make_pair(std::int64_t(0), len + 1));
     std::int64_t const count = kdforge::backend::exclusive_scan(exec, head, head);
     PV part(Kokkos::view_alloc(Kokkos::WithoutInitializing, "part"), count);
@@ -524,6 +526,16 @@ int main(int argc, char** argv) {
 
     // the table, the CSV, the JSON (rank 0)
     std::int64_t const n_all = sum_over_ranks(my_n);
+    if (n_all != n_total) { // the ranks' shares must partition the set
+      if (g_rank == 0)
+        std::fprintf(stderr, "kdforge-mpi-bench: the ranks hold %lld points, not %lld\n", (long long)n_all,
+                     (long long)n_total);
+      exit_code = 1;
+    }
+    // every rank's GPU, so a run shows one GPU per rank (or how they are shared)
+    std::vector<int> devices(2 * std::size_t(g_size));
+    int const mine[2] = {device.device_id, device.visible_devices};
+    MPI_Gather(mine, 2, MPI_INT, devices.data(), 2, MPI_INT, 0, MPI_COMM_WORLD);
     if (g_rank == 0) {
       char const* space = Exec::name();
       int const threads = Exec().concurrency();
@@ -532,6 +544,11 @@ int main(int argc, char** argv) {
                   g_size, threads, space, kdforge::to_string(tree.transport()), scaling.c_str(), (long long)n_all,
                   (long long)m_total, dist.c_str(), decomp.c_str(), owner == "cell" ? "their cell's rank" : "any rank",
                   tree.boxes_per_rank(), radius);
+      if (device.visible_devices > 0) {
+        std::printf("devices (rank: GPU of those visible to it):");
+        for (int r = 0; r < g_size; ++r) std::printf(" %d:%d/%d", r, devices[2 * r], devices[2 * r + 1]);
+        std::printf("\n");
+      }
       std::printf("%-8s %4s %10s %9s %9s %9s %9s %9s %9s %9s %6s %8s %8s  %s\n", "op", "k", "total_ms", "route", "forward",
                   "local", "return", "merge", "B/query", "min_B/q", "ratio", "pairs/q", "remote/q", "verified");
       for (auto const& r : rows) {
