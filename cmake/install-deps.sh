@@ -7,12 +7,22 @@ pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-
       libnanoflann-dev python3 gnuplot-nox
       # the descriptor benchmark's baselines (perf/descriptors; faiss on OpenBLAS, not the reference BLAS)
       libflann-dev liblz4-dev libfaiss-dev libopenblas0-pthread
+      # brute-force kNN through the BLAS (kernels/query/brute_force_gemm.hpp)
+      libopenblas-dev
       # the renderer and the ray benchmark (perf/rays): mesh files, PNG output, the Embree baseline
-      libtinyobjloader-dev libstb-dev libembree-dev
+      libstb-dev libembree-dev
       # the ICP tracking benchmark's baselines (perf/icp; optional: built only where found)
       libopen3d-dev libpcl-dev
       # the API reference (cmake --build <build> --target docs)
-      doxygen)
+      doxygen
+      # the fuzz targets (tests/fuzz/run.sh): clang with libFuzzer and the sanitizer runtimes
+      clang libclang-rt-14-dev
+      # the distributed tree (kdforge::mpi, tests/mpi, perf/mpi): Open MPI and its mpirun
+      libopenmpi-dev openmpi-bin
+      # the Python module (python/): pybind11, the interpreter's headers and NumPy; its tests
+      # against SciPy with pytest; `pip install --no-build-isolation .` with setuptools and wheel
+      pybind11-dev python3-pybind11 python3-dev python3-numpy python3-scipy python3-pytest
+      python3-setuptools python3-wheel python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

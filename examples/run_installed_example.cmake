@@ -3,12 +3,14 @@
 #   -DBUILD=<kdforge build tree> -DWORK=<scratch folder> -DSRC=<example folder>
 #   -DCXX=<compiler> -DGENERATOR=<generator> -DRUN=ON|OFF
 #   -DEXE=<executable> [-DARGS="<arguments separated by spaces>"]
+#   [-DLAUNCHER="<launcher and its arguments>"] (e.g. mpirun -np 2)
 foreach(var BUILD WORK SRC CXX GENERATOR EXE)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "run_installed_example.cmake: -D${var}=... is required")
   endif()
 endforeach()
 separate_arguments(args UNIX_COMMAND "${ARGS}")
+separate_arguments(launcher UNIX_COMMAND "${LAUNCHER}")
 
 file(REMOVE_RECURSE "${WORK}")
 execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD}" --prefix "${WORK}/prefix" RESULT_VARIABLE rc)
@@ -27,7 +29,7 @@ if(rc)
 endif()
 if(RUN)
   # Run in the build folder: files an example writes stay in the scratch folder.
-  execute_process(COMMAND "${WORK}/build/${EXE}" ${args} WORKING_DIRECTORY "${WORK}/build" RESULT_VARIABLE rc)
+  execute_process(COMMAND ${launcher} "${WORK}/build/${EXE}" ${args} WORKING_DIRECTORY "${WORK}/build" RESULT_VARIABLE rc)
   if(rc)
     message(FATAL_ERROR "the example ${EXE} ${ARGS} failed (${rc})")
   endif()

@@ -7,10 +7,10 @@
 //
 //   kdforge-bench --help          (every flag, bench/cli.cpp)
 //
-// Layout: bench/cli.cpp (flags), bench/pointset.cpp (distributions, point
-// files), bench/builders.hpp (the builder registry), bench/kdforge_runner.hpp
-// (timed kdforge runs, compiled per (dtype, dim) case by
-// bench/kdforge_case.cpp), bench/nanoflann_runner.cpp (baseline),
+// Layout: bench/cli.cpp (flags), bench/pointset.cpp (distributions),
+// bench/point_files.cpp (point files), bench/builders.hpp (the builder
+// registry), bench/kdforge_runner.hpp (timed kdforge runs, compiled per
+// (dtype, dim) case by bench/kdforge_case.cpp), bench/nanoflann_runner.cpp (baseline),
 // bench/verify.hpp (brute force and checks), bench/env.cpp (device facts).
 // Exit status: 0 all rows verified, 1 a check failed, 2 bad flags or input
 // files, 3 any other error.
@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string>
@@ -218,6 +219,20 @@ int run(Options const& o, int argc, char** argv) {
                        e.what());
     }
   }
+  // the files are read in double: a coordinate float cannot hold would
+  // become infinite in a float run
+  auto check_float = [&](PointSet const& ps) {
+    if (o.dtype != "float") return;
+    for (std::size_t i = 0; i < ps.coords.size(); ++i)
+      if (std::abs(ps.coords[i]) > double(std::numeric_limits<float>::max())) {
+        char v[32];
+        std::snprintf(v, sizeof v, "%g", ps.coords[i]);
+        throw UsageError("point file '" + ps.source + "': point " + std::to_string(i / std::size_t(ps.dim)) +
+                         " has the coordinate " + v + ", beyond float's range; use --dtype double");
+      }
+  };
+  check_float(file_points);
+  check_float(file_queries);
   std::vector<std::int64_t> ns = o.ns;
   if (ns.empty()) ns.push_back(file_points.size());
   for (auto n : ns)

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Fails when a header includes a header of a higher layer.
 
-The layers, lowest first: base -> backends -> kernels -> core. A header may
-include its own layer and the layers below it (docs/architecture.md):
+The layers, lowest first: base -> backends -> kernels -> core -> distributed.
+A header may include its own layer and the layers below it
+(docs/architecture.md):
 
   base/include/kdforge/base/          Kokkos and the standard library only
   backends/include/kdforge/backends/  base
   kernels/include/kdforge/kernels/    backends, base
   core/include/kdforge/               kernels, backends, base
+  distributed/include/kdforge/        core and below, and MPI (the kdforge::mpi
+                                      component: kdforge/distributed_tree.hpp,
+                                      kdforge/distributed/...)
 
 Usage: check_layers.py [repository root]   (prints each offending include)
        check_layers.py --self-test          (a planted upward include is caught)
@@ -16,15 +20,17 @@ import pathlib
 import re
 import sys
 
-LAYERS = ["base", "backends", "kernels", "core"]
+LAYERS = ["base", "backends", "kernels", "core", "distributed"]
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](kdforge/[^>"]+)[>"]')
 
 
 def layer_of_include(path):
     """The layer an include path <kdforge/...> belongs to."""
     parts = path.split("/")
-    if len(parts) > 2 and parts[1] in ("base", "backends", "kernels"):
+    if len(parts) > 2 and parts[1] in ("base", "backends", "kernels", "distributed"):
         return parts[1]
+    if path == "kdforge/distributed_tree.hpp":
+        return "distributed"
     return "core"  # kdforge/<name>.hpp and kdforge/detail/...
 
 
@@ -54,12 +60,15 @@ def self_test():
             "kernels/include/kdforge/kernels/b.hpp": "#include <kdforge/base/a.hpp>\n",
             "backends/include/kdforge/backends/c.hpp": "#include <kdforge/kernels/b.hpp>\n",  # upward
             "core/include/kdforge/d.hpp": "#include <kdforge/kernels/b.hpp>\n",
+            "core/include/kdforge/e.hpp": "#include <kdforge/distributed_tree.hpp>\n",  # upward
+            "distributed/include/kdforge/distributed/f.hpp": "#include <kdforge/d.hpp>\n",
+            "distributed/include/kdforge/distributed_tree.hpp": "#include <kdforge/distributed/f.hpp>\n",
         }
         for name, text in files.items():
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             (root / name).write_text(text)
         checked, bad = check(root)
-        ok = checked == 4 and len(bad) == 1 and "backends/c.hpp" in bad[0]
+        ok = (checked == 7 and len(bad) == 2 and "backends/c.hpp" in bad[0] and "core/include/kdforge/e.hpp" in bad[1])
         print("self-test", "passed" if ok else f"FAILED: {bad}")
         return 0 if ok else 1
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: on a fresh Debian machine, installs what is missing,
-# builds kdforge for each CPU backend and runs its test suite, and compiles
-# (without running) the Cuda kernels where nvcc exists, so CUDA code cannot
-# rot on machines without a GPU.
+# builds kdforge for each CPU backend and runs its test suite (the Serial one
+# under AddressSanitizer and UndefinedBehaviorSanitizer), runs every fuzz
+# target for a minute, and compiles (without running) the Cuda kernels where
+# nvcc exists, so CUDA code cannot rot on machines without a GPU.
 #
 #   bash tests/run-tests.sh
 #
@@ -17,6 +18,10 @@
 #   KDFORGE_BUILD_ROOT     where build trees go (default ./build-tests)
 #   KDFORGE_KOKKOS_RELEASE the Kokkos 4.6.01 tarball (default ../shared/vendor/kokkos-4.6.01.tar.gz
 #                          beside the checkout); "off" skips that suite
+#   KDFORGE_SANITIZE       ON (default): the Serial suite is built with ASan + UBSan, a subset of the
+#                          features (tests/README.md, Sanitizers); OFF: the whole Serial suite, plain
+#   KDFORGE_FUZZ_SECONDS   seconds each libFuzzer target runs after replaying its corpus
+#                          (default 60, two at a time; 0 skips; tests/README.md, Fuzzing)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 here=$PWD
@@ -29,13 +34,26 @@ bash cmake/install-deps.sh
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 
+# --- the Python module (python/): built and its pytest suite run in the
+# OpenMP build only (ctest's kdforge_python); the other builds leave it out
+python_off=(-DKDFORGE_ENABLE_PYTHON=OFF)
+# ---
+
 failed=0
 for b in $backends; do
   echo "=== kdforge: $b backend: configure, build, test"
   # the benchmark driver's checks and the examples against the installed
   # package run in the OpenMP build; other CPU backends build the suite alone
   extra=()
-  [ "$b" = OpenMP ] || extra=(-DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF)
+  [ "$b" = OpenMP ] || extra=(-DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF "${python_off[@]}")
+  # --- sanitizers (tests/README.md, Sanitizers): the Serial suite is the sanitized one
+  if [ "$b" = Serial ] && [ "${KDFORGE_SANITIZE:-ON}" = ON ]; then
+    extra+=(-DKDFORGE_SANITIZE=ON)
+  fi
+  # ---
+  # the distributed tree (kdforge::mpi: tests/mpi, run by ctest with mpirun
+  # on 1..4 ranks) is built and tested in the OpenMP build only
+  [ "$b" = OpenMP ] || extra+=(-DKDFORGE_ENABLE_MPI=OFF)
   cmake -S . -B "$root/$b" -G Ninja -DKDFORGE_BACKEND="$b" -DCMAKE_BUILD_TYPE=Release "${extra[@]}"
   cmake --build "$root/$b" --parallel "$jobs"
   (cd "$root/$b" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
@@ -46,12 +64,22 @@ if [[ " $backends " == *" OpenMP "* ]] && command -v doxygen >/dev/null; then
   cmake --build "$root/OpenMP" --target docs || failed=1
 fi
 
+# --- fuzzing (tests/README.md, Fuzzing): every libFuzzer target for a minute, two at a time
+fuzz_seconds=${KDFORGE_FUZZ_SECONDS:-60}
+if [ "$fuzz_seconds" != 0 ]; then
+  echo "=== kdforge: fuzzing, $fuzz_seconds s per target"
+  KDFORGE_FUZZ_BUILD="$root/fuzz" bash tests/fuzz/run.sh "$fuzz_seconds" || failed=1
+fi
+# ---
+
 release=${KDFORGE_KOKKOS_RELEASE:-$here/../shared/vendor/kokkos-4.6.01.tar.gz}
 if [ "$release" != off ] && [ -f "$release" ]; then
   echo "=== kdforge: OpenMP backend against Kokkos $(basename "$release"): configure, build, test"
   prefix=$(KDFORGE_KOKKOS_TARBALL="$release" bash cmake/kokkos-bootstrap.sh OpenMP | tail -n1)
   cmake -S . -B "$root/OpenMP-kokkos4" -G Ninja -DKDFORGE_BACKEND=OpenMP -DCMAKE_BUILD_TYPE=Release \
-        -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF
+        -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF \
+        -DKDFORGE_ENABLE_MPI=OFF \
+        "${python_off[@]}"
   cmake --build "$root/OpenMP-kokkos4" --parallel "$jobs"
   (cd "$root/OpenMP-kokkos4" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
 fi

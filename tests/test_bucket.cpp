@@ -513,6 +513,86 @@ TEST_CASE_TEMPLATE("knn_brute_force equals the reference for any dimension, layo
                        doctest::Contains("point 11"), Error);
 }
 
+// The GEMM selects candidates and the exact distances decide: its rows must
+// equal the tiled kernel's bit for bit, ties included, across query blocks
+// and point tiles, where near-ties send queries back to the tiled kernel,
+// and where coordinates are too large for the product.
+TEST_CASE_TEMPLATE("brute force by GEMM and by tiles return identical rows", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  if constexpr (!backend::has_gemm<Exec>) {
+    BruteForceOptions bo;
+    bo.method = BruteForceMethod::gemm;
+    auto const p = to_view<Exec, Kokkos::LayoutRight>(make_rows<float>(20, 16, Data::uniform, 1), 20, 16);
+    CHECK_THROWS_WITH_AS(knn_brute_force(exec, p, p, 2, bo), doctest::Contains("no GEMM"), Error);
+  } else {
+    auto same = [&](auto const& p, auto const& q, int k, BruteForceOptions bo) {
+      bo.method = BruteForceMethod::tiles;
+      auto const a = knn_brute_force<std::int64_t>(exec, p, q, k, bo);
+      bo.method = BruteForceMethod::gemm;
+      auto const b = knn_brute_force<std::int64_t>(exec, p, q, k, bo);
+      auto const ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.indices);
+      auto const bi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.indices);
+      auto const ad = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.sq_distances);
+      auto const bd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.sq_distances);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < ai.extent(0); ++i)
+        for (std::size_t j = 0; j < ai.extent(1); ++j)
+          bad += ai(i, j) != bi(i, j) || !(ad(i, j) == bd(i, j) || (std::isinf(ad(i, j)) && std::isinf(bd(i, j))));
+      CHECK(bad == 0);
+    };
+    for (Data data : {Data::uniform, Data::clustered, Data::duplicates, Data::identical, Data::manifold}) {
+      for (int dim : {16, 64, 300}) {
+        CAPTURE(name(data));
+        CAPTURE(dim);
+        // more queries than a CPU block (1024) and more points than a tile
+        // of it (8192 at 32 MiB), for float; fewer for double
+        std::size_t const n = dim == 16 ? 9000 : 600, m = dim == 16 ? 1100 : 150;
+        auto const pts = make_rows<float>(n, dim, data, 900 + dim);
+        auto const qs = make_rows<float>(m, dim, Data::uniform, 901 + dim);
+        auto const p = to_view<Exec, Kokkos::LayoutLeft>(pts, n, dim);
+        auto const q = to_view<Exec, Kokkos::LayoutRight>(qs, m, dim);
+        for (int k : {1, 4, 40}) same(p, q, k, {});
+        BruteForceOptions cut;
+        cut.cutoff_radius = data == Data::uniform ? 0.3 * std::sqrt(double(dim)) : 0.5;
+        same(p, q, 8, cut);
+        BruteForceOptions self;
+        self.exclude_self = true;
+        same(p, p, 5, self);
+      }
+    }
+    // double, k above the point count, no points
+    auto const pd = make_rows<double>(90, 20, Data::clustered, 31);
+    auto const qd = make_rows<double>(40, 20, Data::uniform, 32);
+    same(to_view<Exec, Kokkos::LayoutRight>(pd, 90, 20), to_view<Exec, Kokkos::LayoutLeft>(qd, 40, 20), 100, {});
+    same(to_view<Exec, Kokkos::LayoutRight>(pd, 0, 20), to_view<Exec, Kokkos::LayoutLeft>(qd, 40, 20), 3, {});
+    // coordinates whose products would overflow float: the tiled kernel answers
+    auto big = make_rows<float>(200, 16, Data::uniform, 33);
+    for (std::size_t i = 0; i < 16; ++i) big[i] = 1e19f;
+    auto bq = make_rows<float>(30, 16, Data::uniform, 34);
+    for (std::size_t i = 16; i < 32; ++i) bq[i] = -1e19f;
+    same(to_view<Exec, Kokkos::LayoutRight>(big, 200, 16), to_view<Exec, Kokkos::LayoutRight>(bq, 30, 16), 3, {});
+    same(to_view<Exec, Kokkos::LayoutRight>(bq, 30, 16), to_view<Exec, Kokkos::LayoutRight>(make_rows<float>(30, 16, Data::uniform, 35), 30, 16), 3, {});
+    // bucket trees answering by brute force take the method too
+    auto const tp = to_view<Exec, Kokkos::LayoutRight>(make_rows<float>(500, 32, Data::manifold, 36), 500, 32);
+    auto const tree = build_bucket_tree(exec, tp);
+    QueryOptions qo;
+    qo.strategy = KnnStrategy::brute_force;
+    qo.brute_force_method = BruteForceMethod::tiles;
+    auto const a = knn(exec, tree, tp, 6, qo);
+    qo.brute_force_method = BruteForceMethod::gemm;
+    auto const b = knn(exec, tree, tp, 6, qo);
+    auto const ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.indices);
+    auto const bi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.indices);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < 500; ++i)
+      for (int j = 0; j < 6; ++j) bad += ai(i, j) != bi(i, j);
+    CHECK(bad == 0);
+    BruteForceOptions bo;
+    bo.method = BruteForceMethod::gemm;
+    CHECK_THROWS_WITH_AS(knn_brute_force(exec, tp, tp, 300, bo), doctest::Contains("limit"), Error);
+  }
+}
+
 TEST_CASE_TEMPLATE("options only bucket trees have are refused on other trees", Exec, KDFORGE_TEST_SPACES) {
   Exec exec;
   using MS = typename Exec::memory_space;

@@ -1,6 +1,7 @@
 #pragma once
 // kdforge-bench: generated point distributions and point files.
 #include "options.hpp"
+#include "point_files.hpp"
 
 #include <cstdint>
 #include <string>
@@ -55,16 +56,6 @@ PointSet generate_queries(QueryKind const& q, PointSet const& points, std::int64
 
 /// `count` points uniform in the bounding box of `of` (the "uniform" query set).
 PointSet uniform_in_bounds(PointSet const& of, std::int64_t count, std::uint64_t seed);
-
-/// Reads a point file; the format follows the extension (or a leading "ply"):
-///   .ply                 ascii or binary_little_endian; vertex x,y,z (and w for dim 4),
-///                        any scalar property types; other properties are skipped
-///   .xyz .txt .csv .pts  one point per line, numbers split by spaces/tabs/commas;
-///                        the first `dim` numbers are used; blank and '#' lines skipped
-///   .bin .f32 .raw       raw little-endian float32, dim values per point, no header
-/// Throws UsageError naming the file, the line/byte and the problem for
-/// unreadable, malformed, truncated or non-finite input.
-PointSet read_points(std::string const& file, int dim);
 
 /// Radius for a target mean neighbour count: exact formula for uniform
 /// points in the unit cube, else the radius at which up to 64 evenly spaced

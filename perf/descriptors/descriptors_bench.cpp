@@ -193,11 +193,24 @@ int main(int argc, char** argv) {
     HostKnn const rw = to_host(r);
     double const t_brute = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, brute); });
     HostKnn const rb = to_host(r);
+    // brute force by each method (BruteForceMethod), where the build has a GEMM
+    double t_tiles = -1, t_gemm = -1;
+    bool methods_same = true;
+    if constexpr (kdforge::backend::has_gemm<Exec>) {
+      kdforge::QueryOptions m = brute;
+      m.brute_force_method = kdforge::BruteForceMethod::tiles;
+      t_tiles = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, m); });
+      HostKnn const rt = to_host(r);
+      m.brute_force_method = kdforge::BruteForceMethod::gemm;
+      t_gemm = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, m); });
+      HostKnn const rg = to_host(r);
+      methods_same = rt.idx == rb.idx && rt.d2 == rb.d2 && rg.idx == rb.idx && rg.d2 == rb.d2;
+    }
     double const t_auto = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, automatic); });
     HostKnn const ra = to_host(r);
     double const share = kdforge::detail::sampled_visit_share(exec, tree, p, k);
     bool const picks_brute = kdforge::detail::choose_brute_force(exec, tree, p, k);
-    bool const same = rw.idx == rb.idx && rw.d2 == rb.d2 && ra.idx == rb.idx;
+    bool const same = rw.idx == rb.idx && rw.d2 == rb.d2 && ra.idx == rb.idx && methods_same;
     failed = failed || !same;
     std::printf("\nN = %lld: build %.3f ms (peak %.1f MiB, %lld nodes, height %d)\n", (long long)n, build,
                 double(tree.build_peak_bytes()) / (1 << 20), (long long)tree.node_count(), tree.height());
@@ -206,6 +219,8 @@ int main(int argc, char** argv) {
                 t_walk, 100.0 * share, t_brute, t_auto,
                 picks_brute ? "brute force" : "tree",
                 same ? "identical" : "DIFFER: CHECK FAILED");
+    if (t_tiles >= 0)
+      std::printf("  brute force by method: tiles %.3f ms, GEMM %.3f ms (%.1fx)\n", t_tiles, t_gemm, t_tiles / t_gemm);
     if (paper_dim)
       for (int i = 0; i < 6; ++i)
         if (paper[i].n == n)

@@ -1,17 +1,21 @@
-// Mesh files: OBJ through tinyobjloader (polygons fanned here, so an index
-// outside the vertex list is reported before anything reads through it) and
-// PLY (ascii and binary of either byte order) with a reader of its own.
+// Mesh files: OBJ (v and f statements) and PLY (ascii and binary of either
+// byte order), each with a reader of its own that checks every count and
+// index before anything is allocated or read through it (tests/fuzz runs
+// both on arbitrary bytes). Polygons are fanned here, so an index outside
+// the vertex list is reported with its face.
 #include "mesh.hpp"
 
 #include <kdforge/base/error.hpp>
 
-#define TINYOBJLOADER_IMPLEMENTATION
-#include <tiny_obj_loader.h>
-
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -20,6 +24,19 @@ namespace {
 
 [[noreturn]] void bad(std::string const& file, std::string const& what) {
   throw kdforge::Error("kdforge: mesh file " + file + ": " + what);
+}
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// beyond float's range: infinite (refused by check_vertices), not undefined
+float to_float(double v) {
+  return std::abs(v) <= double(std::numeric_limits<float>::max()) || std::isnan(v)
+             ? float(v)
+             : std::copysign(std::numeric_limits<float>::infinity(), float(v > 0 ? 1 : -1));
 }
 
 std::string lower_extension(std::string const& file) {
@@ -56,33 +73,56 @@ void check_vertices(Mesh const& mesh, std::string const& file) {
       bad(file, "vertex " + std::to_string(i / 3) + " has a NaN or infinite coordinate");
 }
 
-Mesh read_obj(std::string const& file) {
-  tinyobj::ObjReaderConfig config;
-  config.triangulate = false;
-  config.vertex_color = false;
-  config.mtl_search_path = "";
-  tinyobj::ObjReader reader;
-  if (!reader.ParseFromFile(file, config)) {
-    std::string e = reader.Error();
-    while (!e.empty() && (e.back() == '\n' || e.back() == '\r')) e.pop_back();
-    bad(file, e.empty() ? std::string("cannot be read as OBJ") : e);
-  }
-  auto const& attrib = reader.GetAttrib();
+// OBJ: the statements a triangle mesh needs, `v x y z` and `f c1 c2 c3 ...`
+// with corners i, i/t, i//n or i/t/n (1-based; negative: relative to the
+// vertices read so far); everything else (texture coordinates, normals,
+// groups, materials, lines, ...) is skipped unread. Positive indices may
+// name vertices that come later; all are checked against the final count.
+Mesh read_obj(std::istream& in, std::string const& file) {
   Mesh mesh;
-  mesh.vertices.assign(attrib.vertices.begin(), attrib.vertices.end());
-  check_vertices(mesh, file);
-  std::int64_t const nv = mesh.vertex_count();
-  std::int64_t face = 0;
-  std::vector<std::int64_t> corners;
-  for (auto const& shape : reader.GetShapes()) {
-    std::size_t offset = 0;
-    for (auto const count : shape.mesh.num_face_vertices) {
-      corners.clear();
-      for (std::size_t c = 0; c < count; ++c) corners.push_back(shape.mesh.indices[offset + c].vertex_index);
-      offset += count;
-      add_polygon(mesh, corners, nv, file, face++);
+  std::vector<std::vector<std::int64_t>> faces;
+  std::string line;
+  std::int64_t lineno = 0;
+  auto where = [&] { return "line " + std::to_string(lineno) + ": "; };
+  while (std::getline(in, line)) {
+    ++lineno;
+    std::istringstream ls(line);
+    std::string key;
+    ls >> key;
+    if (key == "v") {
+      for (int d = 0; d < 3; ++d) {
+        std::string tok;
+        ls >> tok;
+        char* end = nullptr;
+        double const v = std::strtod(tok.c_str(), &end);
+        if (tok.empty() || *end != '\0')
+          bad(file, where() + "a vertex needs 3 numbers ('" + line.substr(0, 60) + "')");
+        mesh.vertices.push_back(to_float(v));
+      }
+    } else if (key == "f") {
+      std::int64_t const nv = mesh.vertex_count();
+      std::vector<std::int64_t> corners;
+      for (std::string tok; ls >> tok;) {
+        std::string const index = tok.substr(0, tok.find('/'));
+        char* end = nullptr;
+        errno = 0;
+        long long const i = std::strtoll(index.c_str(), &end, 10);
+        if (index.empty() || *end != '\0' || errno == ERANGE || i == 0)
+          bad(file, where() + "'" + tok.substr(0, 40) + "' is not a vertex index (1-based, or negative: relative)");
+        if (i < -nv)
+          bad(file, where() + "the relative index " + index + " reaches before the first vertex (" + std::to_string(nv) +
+                        " read so far)");
+        // relative indices count back from the vertices read so far
+        corners.push_back(i > 0 ? std::int64_t(i) - 1 : nv + std::int64_t(i));
+      }
+      faces.push_back(std::move(corners));
     }
   }
+  if (in.bad()) bad(file, "read error");
+  check_vertices(mesh, file);
+  std::int64_t const nv = mesh.vertex_count();
+  if (nv >= std::int64_t(std::numeric_limits<std::int32_t>::max())) bad(file, "more than 2^31 - 2 vertices");
+  for (std::size_t f = 0; f < faces.size(); ++f) add_polygon(mesh, faces[f], nv, file, std::int64_t(f));
   if (mesh.triangle_count() == 0) bad(file, "has no faces");
   return mesh;
 }
@@ -167,9 +207,7 @@ public:
   void set_header_lines(std::int64_t n) { line_ = n; }
 };
 
-Mesh read_ply(std::string const& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) bad(file, "cannot open");
+Mesh read_ply(std::istream& in, std::string const& file) {
   std::string line;
   std::int64_t lines = 0;
   if (!std::getline(in, line) || line.substr(0, 3) != "ply") bad(file, "does not start with 'ply'");
@@ -231,6 +269,13 @@ Mesh read_ply(std::string const& file) {
   in.seekg(0);
   for (std::int64_t i = 0; i < lines; ++i) std::getline(in, line);
   std::vector<std::int64_t> corners;
+  // a list count read from the file: a whole number the file's size can hold
+  // (a NaN, negative, fractional or huge count is refused, never converted)
+  auto list_count = [&](double n, std::string const& what) {
+    if (!(n >= 0) || n != std::floor(n) || n > double(file_bytes))
+      bad(file, what + " announces a list of " + number(n) + " entries");
+    return std::int64_t(n);
+  };
   for (auto const& e : elements) {
     if (e.count > file_bytes)
       bad(file, "element '" + e.name + "' announces " + std::to_string(e.count) + " entries, more than the file's " +
@@ -248,13 +293,13 @@ Mesh read_ply(std::string const& file) {
         for (std::size_t p = 0; p < e.properties.size(); ++p) {
           auto const& pr = e.properties[p];
           if (!pr.count_type.empty()) {
-            double const n = r.scalar(pr.count_type);
-            for (std::int64_t j = 0; j < std::int64_t(n); ++j) r.scalar(pr.type);
+            std::int64_t const n = list_count(r.scalar(pr.count_type), "vertex " + std::to_string(i));
+            for (std::int64_t j = 0; j < n; ++j) r.scalar(pr.type);
             continue;
           }
           double const v = r.scalar(pr.type);
           for (int d = 0; d < 3; ++d)
-            if (int(p) == axis[d]) mesh.vertices[std::size_t(3 * i + d)] = float(v);
+            if (int(p) == axis[d]) mesh.vertices[std::size_t(3 * i + d)] = to_float(v);
         }
         r.end_element();
       }
@@ -272,7 +317,8 @@ Mesh read_ply(std::string const& file) {
           auto const& pr = e.properties[p];
           if (pr.count_type.empty()) { r.scalar(pr.type); continue; }
           double const n = r.scalar(pr.count_type);
-          if (!(n >= 0) || n > 1e6) bad(file, "face " + std::to_string(i) + " announces " + std::to_string(n) + " corners");
+          if (!(n >= 0) || n > 1e6 || n != std::floor(n))
+            bad(file, "face " + std::to_string(i) + " announces " + number(n) + " corners");
           corners.clear();
           for (std::int64_t j = 0; j < std::int64_t(n); ++j) {
             double const c = r.scalar(pr.type);
@@ -286,8 +332,8 @@ Mesh read_ply(std::string const& file) {
       for (std::int64_t i = 0; i < e.count; ++i) {
         for (auto const& pr : e.properties) {
           if (pr.count_type.empty()) { r.scalar(pr.type); continue; }
-          double const n = r.scalar(pr.count_type);
-          for (std::int64_t j = 0; j < std::int64_t(n); ++j) r.scalar(pr.type);
+          std::int64_t const n = list_count(r.scalar(pr.count_type), "element '" + e.name + "' entry " + std::to_string(i));
+          for (std::int64_t j = 0; j < n; ++j) r.scalar(pr.type);
         }
         r.end_element();
       }
@@ -301,14 +347,18 @@ Mesh read_ply(std::string const& file) {
 
 } // namespace
 
+Mesh parse_mesh(std::istream& in, std::string const& name, MeshFormat format) {
+  return format == MeshFormat::obj ? read_obj(in, name) : read_ply(in, name);
+}
+
 Mesh read_mesh(std::string const& file) {
-  {
-    std::ifstream probe(file);
-    if (!probe) bad(file, "cannot open");
-  }
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) bad(file, "is a directory");
+  std::ifstream in(file, std::ios::binary);
+  if (!in) bad(file, "cannot open");
   std::string const e = lower_extension(file);
-  if (e == "obj") return read_obj(file);
-  if (e == "ply") return read_ply(file);
+  if (e == "obj") return read_obj(in, file);
+  if (e == "ply") return read_ply(in, file);
   bad(file, "unknown extension '." + e + "' (meshes are read from .obj and .ply)");
 }
 

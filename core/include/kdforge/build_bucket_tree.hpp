@@ -40,8 +40,9 @@ struct BucketOptions {
 /// Builds a bucket k-d tree over `points`, a rank-2 View (N x D, any layout,
 /// float or double) that `exec` can read; D is read from the View. The
 /// caller's points are copied, never modified. Errors (kdforge::Error): D
-/// of 0, bucket_size < 1, NaN or infinite coordinates (the first offending
-/// point named), more points than Index holds, N x D beyond 2^31 - 1
+/// of 0, bucket_size < 1, NaN or infinite coordinates or ones whose squares
+/// overflow (beyond +-sqrt(max_sq_coordinate<T>(D)), base/types.hpp; the
+/// first offending point named), more points than Index holds, N x D beyond 2^31 - 1
 /// (the sorts' limit), and more memory than the execution space has free
 /// (the bytes needed and available named).
 template <class Index = std::int32_t, class Exec, class Points>
@@ -73,13 +74,14 @@ build_bucket_tree(Exec const& exec, Points const& points, BucketOptions const& o
                   " bytes for ", n, " points in ", dim, " dimensions and ", available,
                   " bytes are free (or allowed by BucketOptions::memory_limit); build over fewer points, or split "
                   "the set into several trees");
-  // NaN and infinity: refused with the first offending point
+  // NaN, infinity and coordinates whose squares overflow: refused with the
+  // first offending point
   if (n > 0) {
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     Kokkos::parallel_reduce("kdforge::build_bucket_tree::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                            detail::FirstNonFiniteRow<Points>{points, int(dim)}, Kokkos::Min<std::int64_t>(bad));
-    KDFORGE_REQUIRE(bad == std::numeric_limits<std::int64_t>::max(), "build_bucket_tree", "point ", bad,
-                    " has a NaN or infinite coordinate; remove it or replace it by a finite one");
+                            detail::FirstUnusableRow<Points>{points, int(dim)}, Kokkos::Min<std::int64_t>(bad));
+    if (bad != std::numeric_limits<std::int64_t>::max())
+      detail::refuse_row(exec, points, bad, "point", "build_bucket_tree", "remove it or replace it by a finite one");
   }
   using Right = Kokkos::View<T**, Kokkos::LayoutRight, MS>;
   Right input;

@@ -61,7 +61,8 @@ struct PointsToRows {
 /// own struct with PointTraits, ...), or a rank-2 View N x 3 (any layout),
 /// in memory `exec` can read; T float or double. The caller's points are
 /// copied, never modified. The tree is the same on every backend. Errors
-/// (kdforge::Error): NaN or infinite coordinates (the first offending point
+/// (kdforge::Error): NaN or infinite coordinates, or ones whose squares
+/// overflow (base/types.hpp, max_sq_coordinate; the first offending point
 /// named), options out of range, more points than Index holds (3 N < 2^31
 /// with 32-bit indices: the three sorted lists are indexed by it).
 template <class Index = std::int32_t, class Exec, class Points>
@@ -102,9 +103,9 @@ auto build_vvh_tree(Exec const& exec, Points const& points, VvhOptions const& op
     if (n > 0) {
       std::int64_t bad = std::numeric_limits<std::int64_t>::max();
       Kokkos::parallel_reduce("kdforge::build_vvh_tree::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                              detail::FirstNonFiniteRow<Points>{points, 3}, Kokkos::Min<std::int64_t>(bad));
-      KDFORGE_REQUIRE(bad == std::numeric_limits<std::int64_t>::max(), where, "point ", bad,
-                      " has a NaN or infinite coordinate; remove it or replace it by a finite one");
+                              detail::FirstUnusableRow<Points>{points, 3}, Kokkos::Min<std::int64_t>(bad));
+      if (bad != std::numeric_limits<std::int64_t>::max())
+        detail::refuse_row(exec, points, bad, "point", where, "remove it or replace it by a finite one");
       Kokkos::deep_copy(exec, input, points);
     }
     return kernels::vvh::build<Index>(exec, input, params, options.expected_k);
@@ -119,9 +120,9 @@ auto build_vvh_tree(Exec const& exec, Points const& points, VvhOptions const& op
                     " points: the three sorted lists need 3 N below the index type's limit; build with "
                     "kdforge::build_vvh_tree<std::int64_t>(...)");
     auto pts = to_points(exec, points, "kdforge::vvh_tree::points_input");
-    std::int64_t const bad = detail::first_non_finite(exec, pts);
-    KDFORGE_REQUIRE(bad == std::numeric_limits<std::int64_t>::max(), where, "point ", bad,
-                    " has a NaN or infinite coordinate; remove it or replace it by a finite one");
+    std::int64_t const bad = detail::first_unusable(exec, pts);
+    if (bad != std::numeric_limits<std::int64_t>::max())
+      detail::refuse_point(exec, pts, bad, where, "remove it or replace it by a finite one");
     Kokkos::View<T**, Kokkos::LayoutRight, MS> input(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::input"),
                                                      n, 3);
     if (n > 0)

@@ -30,12 +30,13 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
     detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
     using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
     detail::check_self_queries(tree, queries, options.exclude_self, "closest_point");
-    if (detail::use_brute_force(exec, tree, queries, 1, options.strategy)) {
+    if (detail::use_brute_force(exec, tree, queries, 1, options)) {
       KnnResultFor<Exec, Tree> rows{Kokkos::View<typename Tree::index_type**, Kokkos::LayoutRight, typename Exec::memory_space>(
                                         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::closest::rows"), m, 1),
                                     Kokkos::View<typename Tree::coordinate_type**, Kokkos::LayoutRight, typename Exec::memory_space>(
                                         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::closest::rows"), m, 1)};
-      detail::run_bucket_brute_knn(exec, tree, queries, 1, rows, sq_cutoff, options.exclude_self);
+      detail::run_bucket_brute_knn(exec, tree, queries, 1, rows, sq_cutoff, options.exclude_self,
+                                   options.brute_force_method, "closest_point");
       Kokkos::deep_copy(exec, out.indices, Kokkos::subview(rows.indices, Kokkos::ALL, 0));
       Kokkos::deep_copy(exec, out.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
     } else {

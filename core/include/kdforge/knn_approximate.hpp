@@ -60,7 +60,7 @@ Result knn_approximate_level_order(Exec const& exec, Tree const& tree, Queries c
     if (local) detail::run_approx_knn<0, 32>(exec, tree, q, order, res, k, sq_cutoff, options);
     else detail::run_approx_knn<0, 0>(exec, tree, q, order, res, k, sq_cutoff, options);
   }
-  detail::throw_if_bad_query(exec, workspace, m, options.check_queries, "knn_approximate");
+  detail::throw_if_bad_query(exec, workspace, q, options.check_queries, "knn_approximate");
   return res;
 }
 } // namespace detail

@@ -13,6 +13,7 @@
 #include <kdforge/base/results.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/brute_force.hpp>
+#include <kdforge/kernels/query/brute_force_gemm.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -29,13 +30,16 @@ struct BruteForceOptions {
   double cutoff_radius = std::numeric_limits<double>::infinity();
   /// Self-queries: queries are the points (same rows); row i leaves point i out.
   bool exclude_self = false;
+  /// How the distances are computed (the answer is the same either way).
+  BruteForceMethod method = BruteForceMethod::automatic;
 };
 
 /// The k nearest of `points` (N x D, any layout, float or double) to each
 /// row of `queries` (M x D, the same coordinate type), sorted by (squared
 /// distance, index); slots beyond N, or beyond the cutoff, are (-1, +inf).
 /// Both Views must be readable by `exec`. Errors (kdforge::Error): k < 1,
-/// different dimensions, NaN or infinite coordinates (the first named), more
+/// different dimensions, NaN or infinite coordinates or ones whose squares
+/// overflow (base/types.hpp, max_sq_coordinate; the first named), more
 /// points than Index holds. Asynchronous like knn().
 template <class Index = std::int32_t, class Exec, class Points, class Queries>
 KnnResult<typename Exec::memory_space, typename Points::non_const_value_type, Index>
@@ -72,20 +76,21 @@ knn_brute_force(Exec const& exec, Points const& points, Queries const& queries, 
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     if (v.extent(0) > 0)
       Kokkos::parallel_reduce("kdforge::knn_brute_force::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, v.extent(0)),
-                              detail::FirstNonFiniteRow<std::decay_t<decltype(v)>>{v, int(dim)},
+                              detail::FirstUnusableRow<std::decay_t<decltype(v)>>{v, int(dim)},
                               Kokkos::Min<std::int64_t>(bad));
     return bad;
   };
   std::int64_t const bad_point = first_bad(points);
-  KDFORGE_REQUIRE(bad_point == std::numeric_limits<std::int64_t>::max(), "knn_brute_force", "point ", bad_point,
-                  " has a NaN or infinite coordinate");
+  if (bad_point != std::numeric_limits<std::int64_t>::max())
+    detail::refuse_row(exec, points, bad_point, "point", "knn_brute_force", "remove it or replace it by a finite one");
   std::int64_t const bad_query = first_bad(queries);
-  KDFORGE_REQUIRE(bad_query == std::numeric_limits<std::int64_t>::max(), "knn_brute_force", "query ", bad_query,
-                  " has a NaN or infinite coordinate; a query must be a finite point");
+  if (bad_query != std::numeric_limits<std::int64_t>::max())
+    detail::refuse_row(exec, queries, bad_query, "query", "knn_brute_force", "a query must be a finite point");
   Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
              decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
   detail::Region region("kdforge::knn_brute_force");
-  detail::run_brute_knn(exec, points, Kokkos::View<Index*, MS>(), queries, k, res, sq_cutoff, options.exclude_self);
+  detail::run_brute_knn_by(exec, points, Kokkos::View<Index*, MS>(), queries, k, res, sq_cutoff, options.exclude_self,
+                           options.method, "knn_brute_force");
   return res;
 }
 

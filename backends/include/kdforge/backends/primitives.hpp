@@ -31,6 +31,13 @@
 #if defined(KOKKOS_ENABLE_CUDA)
 #include <kdforge/backends/cuda/primitives.hpp>
 #endif
+#include <kdforge/backends/gemm_support.hpp>
+#if KDFORGE_USE_BLAS
+#include <kdforge/backends/host/blas.hpp>
+#endif
+#if defined(KOKKOS_ENABLE_CUDA) && KDFORGE_USE_CUBLAS
+#include <kdforge/backends/cuda/blas.hpp>
+#endif
 #undef KDFORGE_BACKENDS_PRIMITIVES_INCLUDED
 
 namespace kdforge::backend {
@@ -188,6 +195,29 @@ std::size_t available_bytes_impl(Exec const&) {
 template <class Exec>
 std::size_t available_bytes(Exec const& exec) {
   return detail::available_bytes_impl(exec);
+}
+
+/// Whether gemm_abt has a vendor GEMM for Exec: cuBLAS for Kokkos::Cuda
+/// (KDFORGE_USE_CUBLAS), the BLAS found at configure time for host spaces
+/// (KDFORGE_USE_BLAS).
+template <class Exec>
+inline constexpr bool has_gemm = detail::has_gemm_impl<Exec>::value;
+
+/// C = A B^T for row-major matrices: A is ra x depth (row stride lda), B is
+/// rb x depth (ldb), C is ra x rb (ldc), all in memory `exec` can read.
+/// Asynchronous on GPUs; host BLAS calls fence `exec` first and return when
+/// done. Only where has_gemm<Exec>. The vendor's summation order and fused
+/// multiply-adds apply: each entry is within depth * u * sum |a_d b_d| of
+/// the exact dot product (u: the unit roundoff of T).
+template <class Exec, class T>
+void gemm_abt(Exec const& exec, std::int64_t ra, std::int64_t rb, std::int64_t depth, T const* a, std::int64_t lda,
+              T const* b, std::int64_t ldb, T* c, std::int64_t ldc) {
+  static_assert(has_gemm<Exec>, "kdforge::backend::gemm_abt: no GEMM for this execution space (check has_gemm first)");
+  static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value,
+                "kdforge::backend::gemm_abt: float or double");
+  if (ra == 0 || rb == 0) return;
+  kdforge::detail::Region region("kdforge::backend::gemm");
+  detail::gemm_abt_impl(exec, ra, rb, depth, a, lda, b, ldb, c, ldc);
 }
 
 } // namespace kdforge::backend

@@ -87,13 +87,29 @@ inline constexpr int automatic_regroup = -1;
 enum class KnnStrategy {
   /// The tree in 1 to 3 dimensions. Above: on GPUs brute force from 9
   /// dimensions on (a thread-per-query walk of high-dimensional rows was
-  /// slower than brute force at every size measured); on CPUs a sample of
-  /// the queries walks the tree first, and brute force answers when the
-  /// walks look at more than a tenth of the points (uniform data in many
-  /// dimensions, where no tree prunes).
+  /// slower than brute force at every size measured); on CPUs up to 64 of
+  /// the queries are answered both ways first, timed, and the faster way
+  /// answers the batch.
   automatic,
   tree,        ///< walk the tree (best for low intrinsic dimension)
   brute_force, ///< every query against every point, in tiles (kernels/query/brute_force.hpp)
+};
+
+/// How brute force finds the k nearest (knn_brute_force, and bucket trees
+/// answering by brute force). The answer is the same either way, ties and
+/// rounding included.
+enum class BruteForceMethod {
+  /// gemm where the build has a GEMM for the execution space (cuBLAS in
+  /// Cuda builds, the machine's BLAS in CPU builds), the points have at
+  /// least 64 dimensions and k <= 256; tiles otherwise.
+  automatic,
+  /// kdforge's own kernel: distances summed in dimension order in tiles
+  /// (kernels/query/brute_force.hpp).
+  tiles,
+  /// candidates from ||q||^2 + ||p||^2 - 2 q.p by a vendor GEMM, the answer
+  /// from their exact distances (kernels/query/brute_force_gemm.hpp);
+  /// refused where the build has no GEMM for the execution space.
+  gemm,
 };
 
 struct QueryOptions {
@@ -112,6 +128,8 @@ struct QueryOptions {
   /// Bucket trees: tree walk or brute force (see KnnStrategy). Other trees
   /// always walk and refuse KnnStrategy::brute_force.
   KnnStrategy strategy = KnnStrategy::automatic;
+  /// Bucket trees answering by brute force: how (see BruteForceMethod).
+  BruteForceMethod brute_force_method = BruteForceMethod::automatic;
   /// Self-queries: the queries are the tree's points in the caller's order
   /// (row i of the queries is point i), and row i leaves point i out of its
   /// answer (its other copies, if the points repeat, stay in). Bucket trees

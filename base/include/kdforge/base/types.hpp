@@ -23,6 +23,20 @@ template <class T> KOKKOS_FORCEINLINE_FUNCTION constexpr T infinity() {
 template <class T> KOKKOS_FORCEINLINE_FUNCTION bool is_finite(T x) {
   return x >= -max_value<T>() && x <= max_value<T>();
 }
+/// The largest square a coordinate of a point or query in `dim` dimensions
+/// may have: the squared distance between two such points is then at most
+/// a quarter of the largest finite T (4 dim x this), so no distance, box
+/// distance or sum of them overflows to infinity, which would make distinct
+/// neighbours equal and drop them as missing. For float in 3-D the
+/// coordinates are bounded by +-2.66e18, for double by +-1.9e153.
+template <class T> KOKKOS_FORCEINLINE_FUNCTION constexpr T max_sq_coordinate(int dim) {
+  return max_value<T>() / T(16) / T(dim);
+}
+/// True for a coordinate a tree or query accepts: finite and within
+/// +-sqrt(max_sq) (NaN and infinity fail, their square is not <= anything).
+template <class T> KOKKOS_FORCEINLINE_FUNCTION bool is_usable(T x, T max_sq) {
+  return x * x <= max_sq;
+}
 } // namespace detail
 
 /// A point of D coordinates of type T; the storage of trees and the simplest
@@ -36,6 +50,16 @@ struct Point {
   KOKKOS_FORCEINLINE_FUNCTION T& operator[](int d) { return coords[d]; }
   KOKKOS_FORCEINLINE_FUNCTION T const& operator[](int d) const { return coords[d]; }
 };
+
+namespace detail {
+/// Every coordinate usable (see max_sq_coordinate).
+template <class T, int D>
+KOKKOS_FORCEINLINE_FUNCTION bool is_usable(Point<T, D> const& p) {
+  bool ok = true;
+  for (int d = 0; d < D; ++d) ok = ok && is_usable(p[d], max_sq_coordinate<T>(D));
+  return ok;
+}
+} // namespace detail
 
 /// Axis-aligned box; `lo > hi` in a dimension means empty.
 template <class T, int D>

@@ -112,12 +112,12 @@ void check_self_queries(Tree const& tree, QV const& q, bool exclude_self, char c
 }
 
 /// Whether a kNN or closest-point call on a bucket tree answers by brute
-/// force (KnnStrategy; the automatic choice samples the walks).
+/// force (KnnStrategy; the automatic choice times a sample of both on CPUs).
 template <class Exec, class Tree, class QV>
-bool use_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k, KnnStrategy s) {
-  if (s == KnnStrategy::brute_force) return true;
-  if (s == KnnStrategy::tree) return false;
-  return choose_brute_force(exec, tree, q, k);
+bool use_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k, QueryOptions const& options) {
+  if (options.strategy == KnnStrategy::brute_force) return true;
+  if (options.strategy == KnnStrategy::tree) return false;
+  return choose_brute_force(exec, tree, q, k, options.brute_force_method);
 }
 
 } // namespace kdforge::detail

@@ -70,8 +70,11 @@ struct BruteKnnFunctor {
   std::int64_t n;
   std::int64_t m;
   int dim;
+  /// Which query a row is, for skip_self (empty: the row itself).
+  Kokkos::View<std::int64_t const*, typename Exec::memory_space> qids;
 
   KOKKOS_FORCEINLINE_FUNCTION Index id(std::int64_t i) const { return ids.extent(0) ? ids(i) : Index(i); }
+  KOKKOS_FORCEINLINE_FUNCTION std::int64_t qid(std::int64_t r) const { return qids.extent(0) ? qids(r) : r; }
 
   KOKKOS_FUNCTION void operator()(member_type const& team) const {
     using IR = Row<decltype(res.indices)>;
@@ -146,7 +149,7 @@ struct BruteKnnFunctor {
           T const d2 = dist[b * PB + j];
           if (d2 > top) continue;
           Index const idx = id(p0 + j);
-          if (skip_self && std::int64_t(idx) == qi) continue;
+          if (skip_self && std::int64_t(idx) == qid(qi)) continue;
           Neighbor<T, Index> const x{d2, idx};
           if (!(x < heap.get(0))) continue;
           heap.sift_down(0, k, x);
@@ -173,10 +176,13 @@ struct BruteKnnFunctor {
 /// Exact kNN of the M x D `queries` among the N x D `points` by brute force
 /// into `res` (M x k Views already allocated). `ids` maps a row of points to
 /// the index reported (empty: the row itself). skip_self: query i leaves the
-/// point reported as i out of its row (queries that are the points).
+/// point reported as i out of its row (queries that are the points);
+/// `qids` (optional) says which query row r is, where the rows are a
+/// subset of the queries.
 template <class Exec, class PV, class IV, class QV, class Result>
 void run_brute_knn(Exec const& exec, PV const& points, IV const& ids, QV const& queries, int k, Result const& res,
-                   typename PV::non_const_value_type sq_cutoff, bool skip_self) {
+                   typename PV::non_const_value_type sq_cutoff, bool skip_self,
+                   Kokkos::View<std::int64_t const*, typename Exec::memory_space> qids = {}) {
   using T = typename PV::non_const_value_type;
   using F = BruteKnnFunctor<Exec, PV, IV, QV, Result>;
   using Tile = BruteTile<T>;
@@ -192,7 +198,7 @@ void run_brute_knn(Exec const& exec, PV const& points, IV const& ids, QV const& 
   policy.set_scratch_size(0, Kokkos::PerTeam(Tile::scratch_values * sizeof(T)));
   Kokkos::parallel_for("kdforge::knn::brute_force", policy,
                        F{points, ids, queries, res, k, sq_cutoff, skip_self, std::int64_t(points.extent(0)), m,
-                         int(points.extent(1))});
+                         int(points.extent(1)), qids});
 }
 
 } // namespace kdforge::detail

@@ -11,7 +11,9 @@
 #include <kdforge/kernels/query/launch.hpp>
 #include <kdforge/kernels/query/radius.hpp>
 #include <kdforge/kernels/query/rows.hpp>
+#include <kdforge/kernels/common/finite.hpp>
 #include <kdforge/kernels/query/brute_force.hpp>
+#include <kdforge/kernels/query/brute_force_gemm.hpp>
 #include <kdforge/kernels/query/walks/box_best_first.hpp>
 #include <kdforge/kernels/query/walks/box_stack.hpp>
 #include <kdforge/kernels/trees/bucket_tree.hpp>
@@ -35,13 +37,17 @@ struct is_bucket_tree<Tree, std::enable_if_t<Tree::bucket_tree>> : std::true_typ
 
 namespace kdforge::detail {
 
+/// The first row with a NaN, infinite or out-of-range coordinate (see
+/// max_sq_coordinate in base/types.hpp).
 template <class QV>
-struct FirstNonFiniteRow {
+struct FirstUnusableRow {
   QV q;
   int dim;
   KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t& m) const {
+    using T = typename QV::non_const_value_type;
+    T const max_sq = max_sq_coordinate<T>(dim);
     bool ok = true;
-    for (int d = 0; d < dim; ++d) ok = ok && is_finite(q(i, d));
+    for (int d = 0; d < dim; ++d) ok = ok && is_usable(q(i, d), max_sq);
     if (!ok && i < m) m = i;
   }
 };
@@ -61,10 +67,9 @@ void check_bucket_queries(Exec const& exec, Tree const& tree, QV const& q, char 
   if (m == 0) return;
   std::int64_t bad = std::numeric_limits<std::int64_t>::max();
   Kokkos::parallel_reduce("kdforge::query::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                          FirstNonFiniteRow<QV>{q, int(q.extent(1))}, Kokkos::Min<std::int64_t>(bad));
+                          FirstUnusableRow<QV>{q, int(q.extent(1))}, Kokkos::Min<std::int64_t>(bad));
   if (bad != std::numeric_limits<std::int64_t>::max())
-    fail(where, "query ", bad, " has a NaN or infinite coordinate; a query must be a finite point (remove it, "
-                "or replace it by a finite one)");
+    refuse_row(exec, q, bad, "query", where, "a query must be a finite point (remove it, or replace it by a finite one)");
 }
 
 /// A visitor that hides one index from the visitor it wraps: query i of a
@@ -193,12 +198,6 @@ double sampled_visit_share(Exec const& exec, Tree const& tree, QV const& q, int 
   return double(visited) / double(samples) / double(n);
 }
 
-/// The cost model of KnnStrategy::automatic. CPUs: brute force when an
-/// exact walk would look at more than this share of the points (a walk
-/// pays per point a bounding-box test per node on its way and a distance
-/// summed in one dependent chain, where brute force streams tiles that
-/// serve 32 to 64 queries each, its sums side by side).
-inline constexpr double brute_force_share = 0.1;
 /// GPUs: brute force above this dimension, without sampling. One thread
 /// per query walking a tree of hundreds of dimensions reads a different
 /// row than its warp's other lanes at every step; measured on an H100
@@ -208,20 +207,68 @@ inline constexpr double brute_force_share = 0.1;
 /// would itself cost as much as a brute-force pass there.
 inline constexpr int brute_force_min_dim_gpu = 9;
 
+/// The cost model of KnnStrategy::automatic: 1 to 3 dimensions walk the
+/// tree; on GPUs brute force from brute_force_min_dim_gpu on; on CPUs both
+/// are timed on the same sample of up to 64 queries spread over the batch
+/// (exact walks, and brute force by `method`), and the faster one answers.
+/// A share of points looked at does not settle it on CPUs: a walk pays a
+/// bounding-box test per node on its way and a distance summed in one
+/// dependent chain per point, where brute force (a GEMM, or the tiles)
+/// streams many queries per point; measured on 2 cores at D = 512, a walk
+/// that looked at 5.5% of the points took 11 times as long as the GEMM
+/// brute force. Either choice gives the same answer, so only the time
+/// depends on the measurement.
 template <class Exec, class Tree, class QV>
-bool choose_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k) {
+bool choose_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k,
+                        BruteForceMethod method = BruteForceMethod::automatic) {
   if (tree.dim() <= 3) return false; // low dimension: trees prune nearly everything
-  if constexpr (runs_on_gpu<Exec>()) return tree.dim() >= brute_force_min_dim_gpu;
-  return sampled_visit_share(exec, tree, q, k) > brute_force_share;
+  if constexpr (runs_on_gpu<Exec>()) {
+    (void)method;
+    return tree.dim() >= brute_force_min_dim_gpu;
+  } else {
+    using T = typename Tree::coordinate_type;
+    using Index = typename Tree::index_type;
+    using MS = typename Exec::memory_space;
+    std::int64_t const m = std::int64_t(q.extent(0));
+    std::int64_t const n = std::int64_t(tree.size());
+    if (m == 0 || n == 0) return false;
+    std::int64_t const samples = std::min<std::int64_t>(m, 64);
+    std::int64_t const stride = m / samples;
+    int const dim = tree.dim();
+    Kokkos::View<T**, Kokkos::LayoutRight, MS> sq(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::strategy_queries"),
+                                                 samples, dim);
+    Kokkos::parallel_for("kdforge::knn::strategy_gather", Kokkos::RangePolicy<Exec>(exec, 0, samples),
+                         KOKKOS_LAMBDA(std::int64_t s) {
+                           for (int d = 0; d < dim; ++d) sq(s, d) = q(s * stride, d);
+                         });
+    exec.fence();
+    int const kk = std::min(k, 32);
+    Kokkos::Timer timer;
+    std::int64_t visited = 0;
+    Kokkos::parallel_reduce("kdforge::knn::strategy_sample", Kokkos::RangePolicy<Exec>(exec, 0, samples),
+                            BucketVisitSample<Tree, decltype(sq)>{tree, sq, kk, 1}, visited);
+    exec.fence();
+    double const t_walk = timer.seconds();
+    KnnResult<MS, T, Index> r{
+        Kokkos::View<Index**, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::strategy_indices"), samples, kk),
+        Kokkos::View<T**, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::strategy_d2"), samples, kk)};
+    timer.reset();
+    run_brute_knn_by(exec, tree.points(), tree.original_indices(), sq, kk, r, infinity<T>(), false, method,
+                     "knn");
+    exec.fence();
+    double const t_brute = timer.seconds();
+    return t_brute < t_walk;
+  }
 }
 
 /// Exact kNN on a bucket tree by brute force over its points: the same
 /// answers as the walk (same distances, same ties).
 template <class Exec, class Tree, class QV, class Result>
 void run_bucket_brute_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
-                          typename Tree::coordinate_type sq_cutoff, bool skip_self) {
+                          typename Tree::coordinate_type sq_cutoff, bool skip_self, BruteForceMethod method,
+                          char const* where) {
   Region region("kdforge::knn");
-  run_brute_knn(exec, tree.points(), tree.original_indices(), q, k, res, sq_cutoff, skip_self);
+  run_brute_knn_by(exec, tree.points(), tree.original_indices(), q, k, res, sq_cutoff, skip_self, method, where);
 }
 
 template <class Tree, class QV, class Result, int CAP, int QCAP, class QueueView>
@@ -329,7 +376,7 @@ struct BucketCountFunctor {
   KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
     CountVisitor<Tree> v{sq_r(qi), cap};
     kernels::traverse_box_stack(tree, queries, qi, v);
-    counts(qi) = v.count;
+    counts(qi) = v.result();
   }
 };
 

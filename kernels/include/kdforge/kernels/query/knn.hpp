@@ -168,7 +168,7 @@ void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result cons
     else if (k <= 32) run_sorted<32>("kdforge::knn::k32", "kdforge::knn::k32::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
     else Kokkos::parallel_for("kdforge::knn::heap", policy, KnnHeapFunctor<Tree, QV, OV, Result>{tree, q, order, res, k, sq_cutoff, walk});
   }
-  throw_if_bad_query(exec, ws, m, check, where);
+  throw_if_bad_query(exec, ws, q, check, where);
 }
 
 } // namespace kdforge::detail

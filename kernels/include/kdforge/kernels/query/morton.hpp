@@ -44,8 +44,8 @@ KOKKOS_FUNCTION std::uint32_t morton_code(Point<T, D> const& q, Box<T, D> const&
 }
 
 /// Morton codes of the queries and the identity order, and, where `bad` is
-/// allocated, the smallest index of a query with a NaN or infinite
-/// coordinate in it (checked in the same pass: the queries are read once).
+/// allocated, the smallest index of a query with a NaN, infinite or
+/// out-of-range coordinate in it (base/types.hpp, is_usable) (checked in the same pass: the queries are read once).
 template <class QV, class B, class Codes, class Order, class Bad>
 struct MortonCodes {
   QV queries;
@@ -57,9 +57,7 @@ struct MortonCodes {
     auto const q = queries(i);
     codes(i) = morton_code(q, box);
     order(i) = typename Order::value_type(i);
-    bool finite = true;
-    for (int d = 0; d < int(sizeof(q.coords) / sizeof(q.coords[0])); ++d) finite = finite && kdforge::detail::is_finite(q[d]);
-    if (!finite && bad.data()) Kokkos::atomic_fetch_min(&bad(), std::int64_t(i));
+    if (bad.data() && !kdforge::detail::is_usable(q)) Kokkos::atomic_fetch_min(&bad(), std::int64_t(i));
   }
 };
 

@@ -1,12 +1,14 @@
 #pragma once
 // The processing order of a batch of queries (Morton order, so neighbouring
 // GPU threads and a CPU thread's consecutive queries walk nearly the same
-// nodes), and the check that every query is finite, fused into the same
-// pass over the queries.
+// nodes), and the check that every query is finite and within the range
+// whose squared distances the coordinate type holds (base/types.hpp), fused
+// into the same pass over the queries.
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/profiling.hpp>
 #include <kdforge/base/workspace.hpp>
+#include <kdforge/kernels/common/finite.hpp>
 #include <kdforge/kernels/query/morton.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -17,23 +19,21 @@
 namespace kdforge::detail {
 
 template <class QV, class Bad>
-struct FirstNonFiniteQuery {
+struct FirstUnusableQuery {
   QV queries;
   Bad bad;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
-    auto const q = queries(i);
-    bool finite = true;
-    for (int d = 0; d < int(sizeof(q.coords) / sizeof(q.coords[0])); ++d) finite = finite && is_finite(q[d]);
-    if (!finite) Kokkos::atomic_fetch_min(&bad(), i);
+    if (!is_usable(queries(i))) Kokkos::atomic_fetch_min(&bad(), i);
   }
 };
 
 /// The order in which the queries are processed (empty: as given), in `ws`,
 /// which must stay untouched until the kernels that read it have run. With
-/// `check`, the same pass over the queries records the first one with a NaN
-/// or infinite coordinate, for throw_if_bad_query at the end of the call:
-/// the walks handle such a query harmlessly (every comparison with NaN
-/// fails, so it prunes everything), and the call reads the one value back
+/// `check`, the same pass over the queries records the first one with a NaN,
+/// infinite or out-of-range coordinate, for throw_if_bad_query at the end of
+/// the call: the walks handle such a query harmlessly (every comparison with
+/// NaN fails and infinite distances prune, so the walk ends), and the call
+/// reads the one value back
 /// when its kernels are queued, instead of waiting in the middle for it.
 template <class Exec, class Tree, class QV>
 Kokkos::View<typename Tree::index_type*, typename Exec::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
@@ -59,24 +59,28 @@ prepare_queries(Exec const& exec, Tree const& tree, QV const& q, QueryOrder orde
     kernels::sort_morton_order<Exec, Tree::dimension>(exec, ws.codes, ord, ws.scratch);
   } else if (check) {
     Kokkos::parallel_for("kdforge::query::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         FirstNonFiniteQuery<QV, Kokkos::View<std::int64_t, MS>>{q, bad});
+                         FirstUnusableQuery<QV, Kokkos::View<std::int64_t, MS>>{q, bad});
   }
   return ord;
 }
 
-/// Throws kdforge::Error naming the first query prepare_queries found with a
-/// NaN or infinite coordinate. Waits for the call's kernels.
-template <class Exec>
-void throw_if_bad_query(Exec const& exec, QueryWorkspace<typename Exec::memory_space> const& ws, std::int64_t m,
+/// Throws kdforge::Error naming the first query of `q` prepare_queries found
+/// with a NaN, infinite or out-of-range coordinate. Waits for the call's
+/// kernels.
+template <class Exec, class QV>
+void throw_if_bad_query(Exec const& exec, QueryWorkspace<typename Exec::memory_space> const& ws, QV const& q,
                         bool check, char const* where) {
-  if (!check || m == 0) return;
+  if (!check || q.extent(0) == 0) return;
   std::int64_t bad = 0;
   Kokkos::deep_copy(exec, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&bad),
                     ws.first_bad);
   exec.fence();
-  if (bad != std::numeric_limits<std::int64_t>::max())
-    fail(where, "query ", bad, " has a NaN or infinite coordinate; a query must be a finite point (remove it, "
-                "or replace it by a finite one; the results of this call are not valid)");
+  if (bad != std::numeric_limits<std::int64_t>::max()) {
+    auto const p = point_on_host(exec, q, bad);
+    fail(where, "query ", bad, " has ", unusable_coordinates(p.coords, int(sizeof(p.coords) / sizeof(p.coords[0]))),
+         "; a query must be a finite point in that range (remove it, or replace it; the results of this call are "
+         "not valid)");
+  }
 }
 
 } // namespace kdforge::detail

@@ -60,6 +60,9 @@ struct CountVisitor {
   KOKKOS_FORCEINLINE_FUNCTION T bound() const { return sq_r; }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return cap >= 0 && count >= cap; }
   KOKKOS_FORCEINLINE_FUNCTION void visit(Index, T d2) { count += d2 <= sq_r ? 1 : 0; }
+  /// The count, at most cap: the walks ask done() after a visit, so a cap
+  /// of 0 (done before the first) would otherwise let one point through.
+  KOKKOS_FORCEINLINE_FUNCTION std::int64_t result() const { return cap >= 0 && count > cap ? cap : count; }
 };
 
 template <class Tree, class QV, class OV, class Counts>
@@ -76,7 +79,7 @@ struct RadiusCountFunctor {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     CountVisitor<Tree> v{sq_r(qi), cap};
     traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
-    counts(qi) = v.count;
+    counts(qi) = v.result();
   }
 };
 
@@ -309,7 +312,7 @@ void run_radius_count(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFo
     Kokkos::parallel_for("kdforge::radius::count", QueryPolicy<Exec>(exec, 0, m),
                          RadiusCountFunctor<FT, QV, decltype(order), Counts>{t, q, order, counts, sq_r, cap, walk});
   });
-  throw_if_bad_query(exec, workspace, m, check, "radius_count");
+  throw_if_bad_query(exec, workspace, q, check, "radius_count");
 }
 
 /// Points res.indices and res.sq_distances at the first `total` entries of
@@ -405,7 +408,7 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
     });
   }
   // a bad query is reported before the rows are allocated
-  throw_if_bad_query(exec, workspace, m, options.check_queries, "radius_search");
+  throw_if_bad_query(exec, workspace, q, options.check_queries, "radius_search");
   backend::exclusive_scan_async(exec, res.offsets, res.offsets, workspace.scratch);
   std::int64_t total = 0;
   Kokkos::deep_copy(exec, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&total), last);

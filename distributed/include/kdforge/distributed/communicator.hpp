@@ -1,0 +1,270 @@
+#pragma once
+// The MPI side of the distributed tree: one duplicated communicator per
+// tree, errors agreed on by every rank, and Alltoallv over Views of the
+// execution space's memory, either handed to MPI directly (host memory, or
+// GPU memory where the MPI library reads it: "GPU-aware") or staged through
+// pinned host buffers.
+//
+// Every function here is collective: all ranks of the communicator call it
+// in the same order. A rank that fails locally (a NaN point, memory) must
+// not leave the others waiting in the next exchange, so local work runs
+// inside `collectively`, which reduces a failure flag before anything else
+// is exchanged and makes every rank throw the same kdforge::Error.
+#include <kdforge/base/error.hpp>
+#include <kdforge/base/profiling.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <mpi.h>
+// Open MPI's extensions name its CUDA support (MPIX_CUDA_AWARE_SUPPORT,
+// MPIX_Query_cuda_support); other MPI libraries have no such query.
+#if defined(OPEN_MPI) && OPEN_MPI && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+#endif
+
+#include <climits>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace kdforge {
+
+/// Whether MPI may be handed GPU memory (DistributedOptions::gpu_aware).
+enum class GpuAwareMpi {
+  automatic, ///< when the MPI library says it supports CUDA memory (Open MPI's MPIX_Query_cuda_support), or KDFORGE_GPU_AWARE_MPI=1
+  on,        ///< always (for MPI libraries that support it without saying so)
+  off,       ///< never: stage every exchange through host memory
+};
+
+/// How a distributed tree moves its Views between ranks.
+enum class MpiTransport {
+  host_memory,  ///< the execution space's memory is host memory: MPI reads it directly
+  gpu_aware,    ///< device pointers handed to a GPU-aware MPI
+  host_staging, ///< device memory copied to pinned host buffers around every exchange
+};
+
+inline char const* to_string(MpiTransport t) {
+  switch (t) {
+  case MpiTransport::host_memory: return "host memory";
+  case MpiTransport::gpu_aware: return "GPU-aware MPI";
+  case MpiTransport::host_staging: return "host staging";
+  }
+  return "?";
+}
+
+/// Whether the MPI library says, at run time, that it reads and writes CUDA
+/// device memory. Open MPI built without CUDA (Debian's) says no at compile
+/// time already. KDFORGE_GPU_AWARE_MPI=1 or 0 in the environment overrides
+/// the answer (MPICH, MVAPICH2 and Cray MPICH have no query).
+inline bool mpi_supports_gpu_memory() {
+  if (char const* e = std::getenv("KDFORGE_GPU_AWARE_MPI")) {
+    if (std::strcmp(e, "1") == 0) return true;
+    if (std::strcmp(e, "0") == 0) return false;
+  }
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+namespace distributed {
+
+inline void check_mpi(int rc, char const* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  detail::fail("DistributedTree", what, " failed: ", text);
+}
+
+/// Runs `f` (local work: no MPI inside) on every rank; when it throws on
+/// any rank, every rank throws the same kdforge::Error: the message of the
+/// lowest failing rank, with that rank named. One MPI_Allreduce when all is
+/// well.
+template <class F>
+void collectively(MPI_Comm comm, F&& f) {
+  std::string message;
+  int failed = 0;
+  try {
+    f();
+  } catch (std::exception const& e) {
+    message = e.what();
+    failed = 1;
+  } catch (...) {
+    message = "kdforge::DistributedTree: an unknown exception";
+    failed = 1;
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int first = failed ? rank : size;
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error flag)");
+  if (first == size) return;
+  long long len = (long long)message.size();
+  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, first, comm), "MPI_Bcast (error)");
+  message.resize(std::size_t(len));
+  if (len > 0) check_mpi(MPI_Bcast(&message[0], int(len), MPI_CHAR, first, comm), "MPI_Bcast (error)");
+  throw Error(message + " [rank " + std::to_string(first) + " of " + std::to_string(size) + "]");
+}
+
+/// Bytes one rank sent to and received from the other ranks (its own
+/// share, which MPI copies in memory, left out).
+struct Traffic {
+  std::int64_t sent = 0;
+  std::int64_t received = 0;
+};
+
+/// Host memory for staging: pinned where the device is a CUDA GPU (copies
+/// at full PCIe speed, and what CUDA-aware transports pin anyway).
+template <class MemorySpace>
+struct StagingSpace {
+  using type = Kokkos::HostSpace;
+};
+#if defined(KOKKOS_ENABLE_CUDA)
+template <>
+struct StagingSpace<Kokkos::CudaSpace> {
+  using type = Kokkos::CudaHostPinnedSpace;
+};
+#endif
+
+/// A tree's communicator (a duplicate of the caller's, so its messages
+/// never meet the caller's) and how it moves Views.
+template <class MemorySpace>
+class Communicator {
+public:
+  static constexpr bool host_accessible =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
+
+  Communicator(MPI_Comm comm, GpuAwareMpi gpu_aware) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    KDFORGE_REQUIRE(initialized, "DistributedTree", "MPI is not initialised; call MPI_Init before building the tree");
+    check_mpi(MPI_Comm_dup(comm, &m_comm), "MPI_Comm_dup");
+    MPI_Comm_rank(m_comm, &m_rank);
+    MPI_Comm_size(m_comm, &m_size);
+    if (host_accessible) {
+      m_transport = MpiTransport::host_memory;
+    } else {
+      // every rank must agree, or one would stage while another hands MPI
+      // device pointers (the same library answers the same, but an
+      // environment variable may differ per rank)
+      int aware = gpu_aware == GpuAwareMpi::on ? 1 : gpu_aware == GpuAwareMpi::off ? 0 : mpi_supports_gpu_memory();
+      check_mpi(MPI_Allreduce(MPI_IN_PLACE, &aware, 1, MPI_INT, MPI_MIN, m_comm), "MPI_Allreduce");
+      m_transport = aware ? MpiTransport::gpu_aware : MpiTransport::host_staging;
+    }
+  }
+  ~Communicator() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && m_comm != MPI_COMM_NULL) MPI_Comm_free(&m_comm);
+  }
+  Communicator(Communicator const&) = delete;
+  Communicator& operator=(Communicator const&) = delete;
+
+  MPI_Comm comm() const { return m_comm; }
+  int rank() const { return m_rank; }
+  int size() const { return m_size; }
+  MpiTransport transport() const { return m_transport; }
+
+  /// Every rank's `count` values of this rank's `mine` (host memory).
+  template <class V>
+  std::vector<V> allgather(V const* mine, int count) const {
+    static_assert(std::is_trivially_copyable<V>::value, "allgather: trivially copyable values only");
+    std::vector<V> all(std::size_t(count) * std::size_t(m_size));
+    check_mpi(MPI_Allgather(mine, int(sizeof(V)) * count, MPI_BYTE, all.data(), int(sizeof(V)) * count, MPI_BYTE,
+                            m_comm),
+              "MPI_Allgather");
+    return all;
+  }
+
+  /// The counts every rank sends this one, from the counts this one sends each.
+  std::vector<std::int64_t> exchange_counts(std::vector<std::int64_t> const& send) const {
+    std::size_t const np = std::size_t(m_size);
+    std::vector<std::int64_t> recv(np);
+    check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, m_comm), "MPI_Alltoall (counts)");
+    return recv;
+  }
+
+  /// MPI_Alltoallv of `send` (send_counts(p) elements to rank p, in rank
+  /// order) into a new View of recv_counts' sum elements. Fences `exec`.
+  template <class Exec, class E>
+  Kokkos::View<E*, MemorySpace> alltoallv(Exec const& exec, Kokkos::View<E*, MemorySpace> const& send,
+                                          std::vector<std::int64_t> const& send_counts,
+                                          std::vector<std::int64_t> const& recv_counts, Traffic& traffic,
+                                          char const* label) {
+    static_assert(std::is_trivially_copyable<E>::value, "alltoallv: trivially copyable values only");
+    std::size_t const np = std::size_t(m_size);
+    std::vector<int> sc(np), sd(np), rc(np), rd(np);
+    std::int64_t ns = 0, nr = 0;
+    for (int p = 0; p < m_size; ++p) {
+      // counts and displacements are ints in elements of sizeof(E) bytes
+      KDFORGE_REQUIRE(ns <= INT_MAX && nr <= INT_MAX && send_counts[p] <= INT_MAX && recv_counts[p] <= INT_MAX,
+                      "DistributedTree", "one exchange holds more than 2^31 - 1 ", label,
+                      " per rank; split the queries into batches");
+      sc[p] = int(send_counts[p]);
+      sd[p] = int(ns);
+      rc[p] = int(recv_counts[p]);
+      rd[p] = int(nr);
+      ns += send_counts[p];
+      nr += recv_counts[p];
+      if (p != m_rank) {
+        traffic.sent += send_counts[p] * std::int64_t(sizeof(E));
+        traffic.received += recv_counts[p] * std::int64_t(sizeof(E));
+      }
+    }
+    KDFORGE_REQUIRE(std::int64_t(send.extent(0)) >= ns, "DistributedTree", "internal: the send buffer of ", label,
+                    " is short");
+    Kokkos::View<E*, MemorySpace> recv(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
+                                       std::size_t(nr));
+    MPI_Datatype type;
+    check_mpi(MPI_Type_contiguous(int(sizeof(E)), MPI_BYTE, &type), "MPI_Type_contiguous");
+    check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+    exec.fence();
+    int rc_mpi = MPI_SUCCESS;
+    if (m_transport != MpiTransport::host_staging) {
+      rc_mpi = MPI_Alltoallv(send.data(), sc.data(), sd.data(), type, recv.data(), rc.data(), rd.data(), type, m_comm);
+    } else {
+      using HS = typename StagingSpace<MemorySpace>::type;
+      using H = Kokkos::View<E*, HS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      H hs(reinterpret_cast<E*>(stage(m_send_stage, std::size_t(ns) * sizeof(E))), std::size_t(ns));
+      H hr(reinterpret_cast<E*>(stage(m_recv_stage, std::size_t(nr) * sizeof(E))), std::size_t(nr));
+      if (ns > 0) Kokkos::deep_copy(exec, hs, Kokkos::subview(send, std::make_pair(std::size_t(0), std::size_t(ns))));
+      exec.fence();
+      rc_mpi = MPI_Alltoallv(hs.data(), sc.data(), sd.data(), type, hr.data(), rc.data(), rd.data(), type, m_comm);
+      if (nr > 0) Kokkos::deep_copy(exec, recv, hr);
+      exec.fence();
+    }
+    MPI_Type_free(&type);
+    check_mpi(rc_mpi, "MPI_Alltoallv");
+    return recv;
+  }
+
+private:
+  using StageView = Kokkos::View<char*, typename StagingSpace<MemorySpace>::type>;
+  // Staging buffers are kept and grown (pinned allocations are slow).
+  static char* stage(StageView& v, std::size_t bytes) {
+    if (v.extent(0) < bytes) {
+      v = StageView();
+      v = StageView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::staging"),
+                    bytes + bytes / 4 + 64);
+    }
+    return v.data();
+  }
+
+  MPI_Comm m_comm = MPI_COMM_NULL;
+  int m_rank = 0;
+  int m_size = 1;
+  MpiTransport m_transport = MpiTransport::host_memory;
+  StageView m_send_stage;
+  StageView m_recv_stage;
+};
+
+} // namespace distributed
+} // namespace kdforge
