@@ -571,12 +571,17 @@ TEST_CASE_TEMPLATE("ICP with a workspace kept across calls", Exec, KDFORGE_TEST_
   CHECK(ws.bytes() == 0);
 }
 
-TEST_CASE_TEMPLATE("ICP refuses a NaN source point and a NaN initial pose", Exec, KDFORGE_TEST_SPACES) {
+TEST_CASE_TEMPLATE("ICP refuses a NaN or out-of-range source point and a NaN initial pose", Exec, KDFORGE_TEST_SPACES) {
   auto const target = piston(2000, 121, 0.0);
   auto source = piston(300, 122, 0.0);
   source[37][1] = std::numeric_limits<float>::quiet_NaN();
   source[120][0] = std::numeric_limits<float>::infinity();
   CHECK_THROWS_WITH_AS(run_icp<Exec>(target, source, IcpOptions{}), doctest::Contains("source point 37 has a NaN"),
+                       Error);
+  // a coordinate whose squares float cannot hold (base/types.hpp, max_sq_coordinate)
+  auto far = piston(300, 124, 0.0);
+  far[5][0] = 1e30f;
+  CHECK_THROWS_WITH_AS(run_icp<Exec>(target, far, IcpOptions{}), doctest::Contains("source point 5 has the coordinate"),
                        Error);
   RigidTransform bad;
   bad.translation[2] = std::numeric_limits<double>::quiet_NaN();

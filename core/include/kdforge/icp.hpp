@@ -32,6 +32,7 @@
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/closest_point.hpp>
 #include <kdforge/detail/query_defaults.hpp>
+#include <kdforge/kernels/common/finite.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/morton.hpp>
 #include <kdforge/kernels/registration/icp.hpp>
@@ -426,10 +427,11 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   exec.fence();
   reg::LoopState const& st = *reinterpret_cast<reg::LoopState const*>(ws.host_state.data());
   double const* const rmse_history = reinterpret_cast<double const*>(ws.host_state.data() + state_bytes + sums_bytes);
-  if (st.first_bad >= 0)
-    fail("icp", "source point ", st.first_bad,
-         " has a NaN or infinite coordinate; every source point must be finite (remove it, or replace it by a finite "
-         "one)");
+  if (st.first_bad >= 0) {
+    auto const p = point_on_host(exec, in.source, st.first_bad);
+    fail("icp", "source point ", st.first_bad, " has ", unusable_coordinates(p.coords, 3),
+         "; every source point must be a finite point in that range (remove it, or replace it)");
+  }
   if (st.failed) fail_too_few(st.failed_count, plane, options.max_correspondence_distance, st.failed_iteration);
   IcpResult result;
   result.transform = st.x;
@@ -472,9 +474,9 @@ IcpResult icp_reference(Exec const& exec, Tree const& target_tree, TargetPoints 
 /// below to reuse them. `workspace` keeps the call's scratch memory for the
 /// next call (a tracking loop: one per loop); without it, the call
 /// allocates its own. The host waits once per call, for the results.
-/// Throws kdforge::Error for an empty cloud, a NaN or infinite source point
-/// or initial transform, or fewer than 3 accepted correspondences in an
-/// iteration.
+/// Throws kdforge::Error for an empty cloud, a NaN, infinite or out-of-range
+/// source point, a NaN or infinite initial transform, or fewer than 3
+/// accepted correspondences in an iteration.
 template <class Exec, class Tree, class TargetPoints, class SourcePoints>
 IcpResult icp(Exec const& exec, Tree const& target_tree, TargetPoints const& target, SourcePoints const& source,
               RigidTransform const& initial, IcpOptions const& options,

@@ -57,7 +57,7 @@ struct LoopState {
   int failed;            ///< fewer than 3 correspondences ...
   int failed_iteration;  ///< ... at this iteration ...
   std::int64_t failed_count; ///< ... this many
-  std::int64_t first_bad;    ///< the first source point with a NaN or infinite coordinate, or -1
+  std::int64_t first_bad;    ///< the first source point with a NaN, infinite or out-of-range coordinate, or -1
   // at the final transform (the measuring pass)
   double rmse;
   std::int64_t count;
@@ -109,8 +109,7 @@ struct IcpSetup {
     codes(i) = morton_code(q, box);
     order(i) = typename Order::value_type(i);
     if (previous.extent(0)) previous(i) = -1;
-    if (!(kdforge::detail::is_finite(p[0]) && kdforge::detail::is_finite(p[1]) && kdforge::detail::is_finite(p[2])) &&
-        (s.first_bad < 0 || i < s.first_bad))
+    if (!kdforge::detail::is_usable(p) && (s.first_bad < 0 || i < s.first_bad))
       s.first_bad = i;
     double const origin[3] = {0, 0, 0};
     add_centroid<T>(s.v, q, origin);
