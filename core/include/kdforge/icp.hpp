@@ -340,7 +340,10 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   grow(qw.order_bytes, std::size_t(m) * sizeof(Index), "kdforge::icp::order");
   auto const order = carve<Index>(qw.order_bytes, 0, m);
   auto const codes = Kokkos::subview(qw.codes, Kokkos::make_pair(std::int64_t(0), m));
-  decltype(carve<Index>(qw.order_bytes, 0, 0)) previous;
+  // (a named type: nvcc's front end rewrites decltype(order)() in the
+  // lambdas below into code the host compiler rejects)
+  using IndexView = Kokkos::View<Index*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  IndexView previous;
   if (exact) {
     grow(ws.correspondences, std::size_t(m) * sizeof(Index), "kdforge::icp::correspondences");
     previous = carve<Index>(ws.correspondences, 0, m);
@@ -353,8 +356,8 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   auto const policy = Kokkos::Experimental::require(Kokkos::RangePolicy<Exec>(exec, 0, m),
                                                     Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   {
-    using F = reg::IcpSetup<T, decltype(in.source), Box<T, 3>, std::decay_t<decltype(codes)>, std::decay_t<decltype(order)>,
-                            std::decay_t<decltype(previous)>, State>;
+    using F = reg::IcpSetup<T, decltype(in.source), Box<T, 3>, std::decay_t<decltype(codes)>, IndexView,
+                            IndexView, State>;
     Kokkos::View<reg::SetupSums, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
         reinterpret_cast<reg::SetupSums*>(sums_at));
     Kokkos::parallel_reduce("kdforge::icp::setup", policy,
@@ -380,11 +383,11 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
     auto launch = [&](auto plane_tag) {
       constexpr bool P = decltype(plane_tag)::value;
       using F = reg::IcpIteration<P, TT, std::decay_t<decltype(nearest)>, decltype(in.source),
-                                  std::decay_t<decltype(order)>, decltype(in.target), decltype(in.normals),
-                                  std::decay_t<decltype(previous)>, State, std::decay_t<decltype(history)>>;
+                                  IndexView, decltype(in.target), decltype(in.normals),
+                                  IndexView, State, std::decay_t<decltype(history)>>;
       Kokkos::View<typename F::value_type, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
           reinterpret_cast<typename F::value_type*>(sums_at));
-      decltype(order) const ord = sorted ? order : decltype(order)();
+      IndexView const ord = sorted ? order : IndexView();
       F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false};
       for (int it = 0; it < iterations; ++it) {
         f.iteration = it;
