@@ -34,7 +34,10 @@ out=${2:-$PWD/kdforge-icp-baselines.tar.xz}
 case $out in /*) ;; *) out=$PWD/$out ;; esac
 bin=$build/perf/icp/kdforge-icp-bench
 [ -x "$bin" ] || { echo "bundle-baselines: $bin not found (build the target kdforge-icp-bench)" >&2; exit 2; }
-if ! ldd "$bin" | grep -q libOpen3D || ! ldd "$bin" | grep -q libpcl_common; then
+# (ldd's output read whole: with pipefail, grep -q closing the pipe early
+# would fail the pipeline when ldd is still writing)
+deps=$(ldd "$bin")
+if ! grep -q libOpen3D <<<"$deps" || ! grep -q libpcl_common <<<"$deps"; then
   echo "bundle-baselines: $bin is not linked with Open3D and PCL (install libopen3d-dev and libpcl-dev, configure" \
        "with KDFORGE_ICP_BASELINES=ON and rebuild)" >&2
   exit 2
