@@ -14,6 +14,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace kdforge;
@@ -293,4 +294,297 @@ TEST_CASE_TEMPLATE("ICP normals: PCA of the nearest neighbours", Exec, KDFORGE_T
   int nonzero = 0;
   for (auto const& v : nl) nonzero += v[0] != 0 || v[1] != 0 || v[2] != 0;
   CHECK(nonzero == 0);
+}
+
+// ---- the device loop against the host reference loop ----
+
+namespace {
+
+// The device loop (icp) and the host reference loop (detail::icp_reference)
+// on the same tree and clouds.
+template <class Exec>
+std::pair<IcpResult, IcpResult> both_loops(std::vector<P> const& target, std::vector<P> const& source,
+                                           IcpOptions const& o, RigidTransform const& initial = {}) {
+  Exec exec;
+  auto const t = test::to_device<Exec>(target, "target");
+  auto const s = test::to_device<Exec>(source, "source");
+  auto const tree = build_split_sort(exec, t);
+  return {icp(exec, tree, t, s, initial, o), detail::icp_reference(exec, tree, t, s, initial, o)};
+}
+
+// |a - b| <= tol * max(|b|, floor): relative, with an absolute floor for
+// values near 0.
+bool near(double a, double b, double tol, double floor = 1.0) {
+  return std::fabs(a - b) <= tol * std::fmax(std::fabs(b), floor);
+}
+
+// The device loop's result is the reference's: the same iterations, status,
+// correspondences and flags, transforms and measures within 1e-9 relative.
+void check_same(IcpResult const& d, IcpResult const& h) {
+  CHECK(d.iterations == h.iterations);
+  CHECK(d.status == h.status);
+  CHECK(d.correspondences == h.correspondences);
+  CHECK(d.degenerate == h.degenerate);
+  CHECK(near(d.rmse, h.rmse, 1e-9, 0.0));
+  CHECK(near(d.fitness, h.fitness, 1e-12, 0.0));
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) CHECK(near(d.transform.rotation[i][j], h.transform.rotation[i][j], 1e-9));
+    CHECK(near(d.transform.translation[i], h.transform.translation[i], 1e-9));
+    CHECK(near(d.unconstrained_axis[i], h.unconstrained_axis[i], 1e-9));
+    // a singular value near 0 (degenerate) against the largest one
+    CHECK(near(d.singular_values[i], h.singular_values[i], 1e-9, h.singular_values[0]));
+  }
+  REQUIRE(d.rmse_history.size() == h.rmse_history.size());
+  for (std::size_t i = 0; i < d.rmse_history.size(); ++i) {
+    CAPTURE(i);
+    CAPTURE(d.rmse_history[i]);
+    CAPTURE(h.rmse_history[i]);
+    CHECK(near(d.rmse_history[i], h.rmse_history[i], 1e-9, 0.0));
+  }
+}
+
+// Horn's solve and the 6x6 solve run in a one-thread kernel on Exec.
+template <class Exec>
+std::pair<kernels::registration::Step, kernels::registration::Step>
+device_solves(kernels::registration::Sums<kernels::registration::point_sums> const& sp,
+              kernels::registration::Sums<kernels::registration::plane_sums> const& sn, double const c[3],
+              double scale, double ratio) {
+  namespace reg = kernels::registration;
+  using MS = typename Exec::memory_space;
+  Kokkos::View<reg::Step*, MS> out("steps", 2);
+  double const c0 = c[0], c1 = c[1], c2 = c[2];
+  Kokkos::parallel_for(
+      "solves", Kokkos::RangePolicy<Exec>(0, 1), KOKKOS_LAMBDA(int) {
+        double const cc[3] = {c0, c1, c2};
+        out(0) = reg::solve_point_to_point(sp, cc);
+        out(1) = reg::solve_point_to_plane(sn, cc, scale, ratio);
+      });
+  auto const h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);
+  return {h(0), h(1)};
+}
+
+// The same step: count, error and spectra, and the increments move the
+// cloud's points alike. A rotation about the axis of a line (or of two
+// points) is not fixed by them: only well-posed clouds compare matrices.
+void check_same_step(kernels::registration::Step const& d, kernels::registration::Step const& h,
+                     std::vector<P> const& cloud, bool well_posed) {
+  CHECK(d.count == h.count);
+  CHECK(near(d.sq_error, h.sq_error, 1e-12, 0.0));
+  for (int i = 0; i < 3; ++i) {
+    if (well_posed) {
+      for (int j = 0; j < 3; ++j) CHECK(near(d.increment.rotation[i][j], h.increment.rotation[i][j], 1e-12));
+      CHECK(near(d.increment.translation[i], h.increment.translation[i], 1e-12));
+    }
+    CHECK(near(d.singular_values[i], h.singular_values[i], 1e-12, std::fabs(h.singular_values[0]) + 1e-300));
+  }
+  CHECK(near(d.largest_eigenvalue, h.largest_eigenvalue, 1e-12, 0.0));
+  double worst = 0;
+  for (auto const& p : cloud) {
+    double const a[3] = {p[0], p[1], p[2]};
+    double x[3], y[3];
+    d.increment.apply(a, x);
+    h.increment.apply(a, y);
+    for (int u = 0; u < 3; ++u) worst = std::fmax(worst, std::fabs(x[u] - y[u]));
+  }
+  CHECK(worst < 1e-12);
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("ICP's device loop gives the host reference loop's results", Exec, KDFORGE_TEST_SPACES) {
+  double const sigma = 0.002;
+  auto const target = piston(12000, 81, sigma);
+  auto const model = piston(3000, 82, sigma);
+  RigidTransform const truth = random_motion(20, 0.06, 83);
+  auto const source = moved_by(truth.inverse(), model);
+  for (IcpMethod m : {IcpMethod::point_to_point, IcpMethod::point_to_plane}) {
+    for (int q : {0, 4, 64}) { // exact; Wehr's queue in registers (Q <= 32) and in a scratch View
+      IcpOptions o = options_for(m);
+      o.max_iterations = 40;
+      o.max_correspondence_distance = 0.2;
+      if (q > 0) {
+        o.search = IcpSearch::approximate;
+        o.approximate.queue_capacity = q;
+      }
+      CAPTURE(int(m));
+      CAPTURE(q);
+      auto const [d, h] = both_loops<Exec>(target, source, o);
+      check_same(d, h);
+      CHECK(errors(d.transform, truth).degrees < 0.5);
+    }
+  }
+  // a fixed iteration count (no criterion met), and none at all
+  IcpOptions o = options_for(IcpMethod::point_to_point);
+  o.relative_rmse = o.rotation_epsilon = o.translation_epsilon = 0;
+  o.max_iterations = 7;
+  auto const [d7, h7] = both_loops<Exec>(target, source, o);
+  check_same(d7, h7);
+  CHECK(d7.iterations == 7);
+  CHECK(d7.status == IcpStatus::max_iterations);
+  o.max_iterations = 0;
+  auto const [d0, h0] = both_loops<Exec>(target, source, o);
+  check_same(d0, h0);
+  CHECK(d0.iterations == 0);
+  CHECK(d0.rmse_history.empty());
+  CHECK(d0.rmse > 0);
+  // the processing order as given
+  o.max_iterations = 30;
+  o.exact.order = QueryOrder::as_given;
+  auto const [da, ha] = both_loops<Exec>(target, source, o);
+  check_same(da, ha);
+}
+
+TEST_CASE_TEMPLATE("ICP's device loop on degenerate clouds and too few correspondences", Exec, KDFORGE_TEST_SPACES) {
+  // a planar patch: both loops report the same unconstrained rotation
+  std::mt19937_64 rng(91);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  std::vector<P> plane(4000);
+  for (auto& p : plane) p = P{{float(u(rng)), float(u(rng)), 0.2f}};
+  double const z[3] = {0, 0, 1}, t[3] = {0.02, -0.01, 0.0};
+  auto const source =
+      moved_by(RigidTransform::from_axis_angle(z, 5 * pi / 180.0, t), std::vector<P>(plane.begin(), plane.begin() + 1000));
+  for (IcpMethod m : {IcpMethod::point_to_point, IcpMethod::point_to_plane}) {
+    CAPTURE(int(m));
+    auto const [d, h] = both_loops<Exec>(plane, source, options_for(m));
+    CHECK(d.degenerate);
+    check_same(d, h);
+  }
+  // a line: rank 1
+  std::vector<P> line(500);
+  for (std::size_t i = 0; i < line.size(); ++i) line[i] = P{{float(i) * 0.002f, 0.1f, 0.1f}};
+  double const shift[3] = {0.003, 0, 0}, x[3] = {1, 0, 0};
+  auto const [dl, hl] = both_loops<Exec>(line, moved_by(RigidTransform::from_axis_angle(x, 0.0, shift), line),
+                                         options_for(IcpMethod::point_to_point));
+  CHECK(dl.degenerate);
+  check_same(dl, hl);
+  // fewer than 3 correspondences: the same error from both, at the same iteration
+  auto const target = piston(2000, 92, 0.0);
+  IcpOptions o;
+  std::vector<P> const two(target.begin(), target.begin() + 2);
+  for (IcpSearch s : {IcpSearch::exact, IcpSearch::approximate}) {
+    o.search = s;
+    std::string dm, hm;
+    Exec exec;
+    auto const td = test::to_device<Exec>(target);
+    auto const tree = build_split_sort(exec, td);
+    auto const sd = test::to_device<Exec>(two);
+    try {
+      icp(exec, tree, td, sd, {}, o);
+    } catch (Error const& e) {
+      dm = e.what();
+    }
+    try {
+      detail::icp_reference(exec, tree, td, sd, {}, o);
+    } catch (Error const& e) {
+      hm = e.what();
+    }
+    CHECK(dm.find("only 2 correspondences") != std::string::npos);
+    CHECK(dm == hm);
+  }
+  // a source overlapping the target by two points only
+  std::vector<P> strip;
+  for (int i = 0; i < 40; ++i) strip.push_back(P{{float(i) * 0.01f, 0.f, 0.f}});
+  std::vector<P> far_source;
+  for (int i = 0; i < 40; ++i) far_source.push_back(P{{float(i) * 0.01f + 0.395f, 0.f, 0.f}});
+  o = IcpOptions{};
+  o.max_correspondence_distance = 0.02;
+  o.max_iterations = 50;
+  std::string dm, hm;
+  try {
+    both_loops<Exec>(strip, far_source, o);
+  } catch (Error const& e) {
+    dm = e.what();
+  }
+  {
+    Exec exec;
+    auto const td = test::to_device<Exec>(strip);
+    auto const tree = build_split_sort(exec, td);
+    try {
+      detail::icp_reference(exec, tree, td, test::to_device<Exec>(far_source), {}, o);
+    } catch (Error const& e) {
+      hm = e.what();
+    }
+  }
+  CHECK(dm.find("only 2 correspondences") != std::string::npos);
+  CHECK(dm == hm);
+}
+
+TEST_CASE_TEMPLATE("ICP's solves on the device give the host's", Exec, KDFORGE_TEST_SPACES) {
+  namespace reg = kernels::registration;
+  // the sums of real correspondences: a noisy piston, a plane, a line, and
+  // fewer than 3 points (count 2: a degenerate Horn matrix)
+  std::vector<std::vector<P>> clouds = {piston(500, 101, 0.002), {}, {}, {}};
+  std::mt19937_64 rng(102);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (int i = 0; i < 300; ++i) clouds[1].push_back(P{{float(u(rng)), float(u(rng)), 0.3f}});
+  for (int i = 0; i < 300; ++i) clouds[2].push_back(P{{float(u(rng)), 0.1f, 0.2f}});
+  clouds[3] = {clouds[0][0], clouds[0][1]};
+  RigidTransform const x = random_motion(8, 0.02, 103);
+  double const c[3] = {0.05, -0.02, 0.2};
+  for (std::size_t k = 0; k < clouds.size(); ++k) {
+    auto const& a = clouds[k];
+    auto const b = moved_by(x, a);
+    reg::Sums<reg::point_sums> sp{};
+    reg::Sums<reg::plane_sums> sn{};
+    P const n{{0.6f, 0.f, 0.8f}};
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      double const d2 = double(sq_distance(a[i], b[i]));
+      reg::add_point_pair<float>(sp, a[i], b[i], d2, c);
+      reg::add_plane_pair<float>(sn, a[i], b[i], n, d2, c, 1.0 / 0.3);
+    }
+    CAPTURE(k);
+    auto const [dp, dn] = device_solves<Exec>(sp, sn, c, 0.3, 1e-3);
+    check_same_step(dp, reg::solve_point_to_point(sp, c), a, k < 2);
+    check_same_step(dn, reg::solve_point_to_plane(sn, c, 0.3, 1e-3), a, true); // pseudo-inverse: unique
+    if (k == 0) { // the solve recovers the motion
+      CHECK(errors(reg::solve_point_to_point(sp, c).increment, x).degrees < 1e-3);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("ICP with a workspace kept across calls", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  using MS = typename Exec::memory_space;
+  IcpWorkspace<MS> ws;
+  auto const target = piston(8000, 111, 0.002);
+  auto const td = test::to_device<Exec>(target);
+  auto const tree = build_split_sort(exec, td);
+  // calls of growing and shrinking sizes, methods and searches share one workspace
+  int const sizes[] = {3000, 500, 3000, 40};
+  for (int c = 0; c < 4; ++c) {
+    auto const source = moved_by(random_motion(10, 0.02, 112 + c).inverse(), piston(sizes[c], 113 + c, 0.002));
+    auto const sd = test::to_device<Exec>(source);
+    IcpOptions o = options_for(c % 2 ? IcpMethod::point_to_plane : IcpMethod::point_to_point);
+    o.max_iterations = 20 + 10 * c;
+    o.max_correspondence_distance = 0.2;
+    if (c == 2) {
+      o.search = IcpSearch::approximate;
+      o.approximate.queue_capacity = 40;
+    }
+    CAPTURE(c);
+    auto const a = icp(exec, tree, td, sd, {}, o, ws);
+    auto const b = icp(exec, tree, td, sd, {}, o); // its own scratch
+    check_same(a, b);
+    CHECK(ws.bytes() > 0);
+  }
+  ws.release();
+  CHECK(ws.bytes() == 0);
+}
+
+TEST_CASE_TEMPLATE("ICP refuses a NaN or out-of-range source point and a NaN initial pose", Exec, KDFORGE_TEST_SPACES) {
+  auto const target = piston(2000, 121, 0.0);
+  auto source = piston(300, 122, 0.0);
+  source[37][1] = std::numeric_limits<float>::quiet_NaN();
+  source[120][0] = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH_AS(run_icp<Exec>(target, source, IcpOptions{}), doctest::Contains("source point 37 has a NaN"),
+                       Error);
+  // a coordinate whose squares float cannot hold (base/types.hpp, max_sq_coordinate)
+  auto far = piston(300, 124, 0.0);
+  far[5][0] = 1e30f;
+  CHECK_THROWS_WITH_AS(run_icp<Exec>(target, far, IcpOptions{}), doctest::Contains("source point 5 has the coordinate"),
+                       Error);
+  RigidTransform bad;
+  bad.translation[2] = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_WITH_AS(run_icp<Exec>(target, piston(300, 123, 0.0), IcpOptions{}, bad),
+                       doctest::Contains("initial transform"), Error);
 }

@@ -1,15 +1,19 @@
 // kdforge-icp-bench: ICP object tracking on simulated range-camera scans, the
 // application of Wehr & Radkowski 2018 (sections I and V). Per frame: the
-// scan's split-and-sort tree is rebuilt and the object model registered to
-// it from the previous frame's true pose; reported: time per frame (build +
-// ICP), iterations, the ICP's RMSE, and the error against the true pose
-// (rotation, translation, and the RMS distance of the model points between
-// the estimated and the true pose). For approximate search (Wehr's bounded
-// queue, capacity Q): the recall of the first neighbour and the tracking
-// error against Q, the paper's Table III question. Open3D's and PCL's ICP
-// on the same frames where this build has them.
+// scan's tree is rebuilt (split-and-sort, the paper's, by default; or the
+// left-balanced builder) and the object model registered to it from the
+// previous frame's true pose; reported: time per frame (build + ICP; the
+// build and the ICP alone), iterations, the ICP's RMSE, and the error
+// against the true pose (rotation, translation, and the RMS distance of the
+// model points between the estimated and the true pose). For approximate
+// search (Wehr's bounded queue, capacity Q): the recall of the first
+// neighbour and the tracking error against Q, the paper's Table III
+// question. Open3D's and PCL's ICP on the same frames where this build has
+// them; with --host-loop, kdforge's reference loop (one host round trip per
+// iteration) beside the device loop.
 //
 //   kdforge-icp-bench --frames 30 --queues 1,2,4,8,16,32 --open3d --pcl
+//   kdforge-icp-bench --frames 30 --builder split_sort,left_balanced --host-loop
 //   kdforge-icp-bench --target scan.ply --source model.ply --max-distance 0.05   # your own clouds
 #include "baselines.hpp"
 #include "bench/pointset.hpp"
@@ -77,12 +81,14 @@ struct Frame {
 struct Summary {
   std::string method;
   std::vector<double> ms, build_ms;
+  std::vector<double> icp_ms;
   double iterations = 0, rmse_mm = 0, recall = -1;
   double worst_deg = 0, worst_mm = 0, mean_rms_mm = 0, worst_rms_mm = 0;
   int frames = 0;
   void add(double seconds, double build_seconds, double it, double rmse, PoseError const& e) {
     ms.push_back(1000 * seconds);
     build_ms.push_back(1000 * build_seconds);
+    icp_ms.push_back(build_seconds >= 0 ? 1000 * (seconds - build_seconds) : 1000 * seconds);
     iterations += it;
     rmse_mm += 1000 * rmse;
     worst_deg = std::max(worst_deg, e.degrees);
@@ -99,20 +105,25 @@ struct Summary {
     std::sort(b.begin(), b.end());
     char build_text[32] = "-";
     if (!b.empty() && b[b.size() / 2] >= 0) std::snprintf(build_text, sizeof build_text, "%.2f", b[b.size() / 2]);
+    std::vector<double> ic = icp_ms;
+    std::sort(ic.begin(), ic.end());
+    char icp_text[32] = "-";
+    if (!ic.empty() && !b.empty() && b[b.size() / 2] >= 0)
+      std::snprintf(icp_text, sizeof icp_text, "%.3f", ic[ic.size() / 2]);
     double const mean = s.empty() ? 0 : std::accumulate(s.begin(), s.end(), 0.0) / double(s.size());
     char recall_text[32] = "-";
     if (recall >= 0) std::snprintf(recall_text, sizeof recall_text, "%.4f", recall);
     char it_text[32] = "-";
     if (iterations >= 0) std::snprintf(it_text, sizeof it_text, "%.1f", iterations / frames);
-    std::printf("%-34s %9.2f %9.2f %9s %7.1f %6s %9.3f %8.3f %8.3f %9.3f %8s\n", method.c_str(), median, mean, build_text,
-                median > 0 ? 1000 / median : 0.0, it_text, rmse_mm / frames, worst_deg, worst_mm, mean_rms_mm / frames,
-                recall_text);
+    std::printf("%-46s %9.2f %9.2f %9s %9s %8.1f %6s %9.4f %8.3f %8.3f %9.3f %8s\n", method.c_str(), median, mean,
+                build_text, icp_text, median > 0 ? 1000 / median : 0.0, it_text, rmse_mm / frames, worst_deg, worst_mm,
+                mean_rms_mm / frames, recall_text);
   }
 };
 
 void print_header() {
-  std::printf("%-34s %9s %9s %9s %7s %6s %9s %8s %8s %9s %8s\n", "method", "median ms", "mean ms", "build ms", "frames/s", "iters",
-              "rmse mm", "max deg", "max mm", "gt rms mm", "recall");
+  std::printf("%-46s %9s %9s %9s %9s %8s %6s %9s %8s %8s %9s %8s\n", "method", "median ms", "mean ms", "build ms", "icp ms",
+              "frames/s", "iters", "rmse mm", "max deg", "max mm", "gt rms mm", "recall");
 }
 
 // First-neighbour recall of knn_approximate with queue capacity q against
@@ -145,10 +156,11 @@ double recall(Exec const& exec, Cloud const& scan, Tree const& tree,
 int main(int argc, char** argv) {
   CLI::App app{"kdforge-icp-bench: ICP object tracking on simulated range-camera scans (Wehr & Radkowski 2018)"};
   int frames = 30, iterations = 30, model_points = 20000;
-  std::string resolution = "640x480", method = "point", write_dir, target_file, source_file, builder = "split_sort";
+  std::string resolution = "640x480", method = "point", write_dir, target_file, source_file;
+  std::vector<std::string> builders{"split_sort"};
   double max_distance = 0.02, relative_rmse = 0, scale = 2.0, step_mm = 4.0, step_deg = 1.0;
   std::vector<int> queues;
-  bool open3d = false, pcl = false, no_noise = false;
+  bool open3d = false, pcl = false, no_noise = false, host_loop = false;
   double expect_mm = 0;
   std::uint64_t seed = 1;
   app.add_option("--frames", frames, "frames of the sequence")->check(CLI::PositiveNumber);
@@ -162,8 +174,14 @@ int main(int argc, char** argv) {
                  "stop when the RMSE changes by less than this fraction (0: always --iterations)");
   app.add_option("--max-distance", max_distance, "correspondence rejection distance (m)");
   app.add_option("--method", method, "point (point to point) or plane (point to plane; kdforge only)");
-  app.add_option("--builder", builder, "the scan's tree: split_sort (Wehr & Radkowski, the paper's) or left_balanced")
+  app.add_option("--builder", builders,
+                 "the scan's tree, one run each: split_sort (Wehr & Radkowski, the paper's) and/or left_balanced "
+                 "(the default builder of build_left_balanced), e.g. split_sort,left_balanced")
+      ->delimiter(',')
       ->check(CLI::IsMember({"split_sort", "left_balanced"}));
+  app.add_flag("--host-loop", host_loop,
+               "also run kdforge's reference loop (closest point per iteration, the solve on the host: one round trip "
+               "per iteration) beside the device loop");
   app.add_option("--queues", queues, "approximate search: queue capacities Q to run, e.g. 1,2,4,8,16,32")->delimiter(',');
   app.add_flag("--open3d", open3d, "run Open3D's registration_icp on the same frames (where built with it)");
   app.add_flag("--pcl", pcl, "run PCL's IterativeClosestPoint on the same frames (where built with it)");
@@ -192,8 +210,9 @@ int main(int argc, char** argv) {
       auto const s = to_floats(kdforge_bench::read_points(source_file, 3));
       auto const td = upload(t, "target"), sd = upload(s, "source");
       auto const t0 = std::chrono::steady_clock::now();
-      auto const tree = kdforge::build_split_sort(exec, td);
-      auto const r = kdforge::icp(exec, tree, td, sd, {}, opt);
+      auto const r = builders.front() == "left_balanced"
+                         ? kdforge::icp(exec, kdforge::build_left_balanced(exec, td), td, sd, {}, opt)
+                         : kdforge::icp(exec, kdforge::build_split_sort(exec, td), td, sd, {}, opt);
       Kokkos::fence();
       double const sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("target %zu points, source %zu points: %.2f ms, %d iterations, %s, rmse %.6g, fitness %.4f%s\n",
@@ -252,50 +271,58 @@ int main(int argc, char** argv) {
                                      std::to_string(iterations) + " iterations")
                                         .c_str()
                                   : (std::to_string(iterations) + " iterations per frame").c_str());
-    std::printf("tree: %s; times: tree build + ICP per frame; errors against the true pose; gt rms: RMS distance of the model "
-                "points between the estimated and the true pose\n",
-                builder.c_str());
+    std::printf("times: tree build + ICP per frame (medians: frame, build, ICP); errors against the true pose; gt rms: RMS "
+                "distance of the model points between the estimated and the true pose\n");
     print_header();
 
-    // kdforge, exact and approximate
+    // kdforge, exact and approximate, per builder; the device loop (and
+    // the host reference loop with --host-loop)
     bool lost = false;
     std::vector<int> qs = {0};
     qs.insert(qs.end(), queues.begin(), queues.end());
-    for (int q : qs) {
-      kdforge::IcpOptions o = opt;
-      Summary sum;
-      if (q > 0) {
-        o.search = kdforge::IcpSearch::approximate;
-        o.approximate.queue_capacity = q;
-        sum.method = "kdforge approximate Q=" + std::to_string(q);
-        sum.recall = 0;
-      } else {
-        sum.method = "kdforge exact";
-      }
-      for (int f = -1; f < frames; ++f) { // frame -1: frame 0 once, untimed (first-touch, allocations)
-        Frame const& fr = seq[std::max(f, 0)];
-        auto const scan = upload(fr.scan, "scan");
-        auto const src = upload(fr.model, "model");
-        Kokkos::fence();
-        auto const t0 = std::chrono::steady_clock::now();
-        auto track = [&](auto const& tree) {
-          Kokkos::fence();
-          double const built = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          auto const r = kdforge::icp(exec, tree, scan, src, fr.initial, o);
-          Kokkos::fence();
-          double const sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          if (f < 0) return;
-          sum.add(sec, built, r.iterations, r.rmse, pose_error(r.transform, fr.truth, fr.model));
-          if (q > 0) sum.recall += recall(exec, scan, tree, fr.model, fr.truth, q) / frames;
-        };
-        if (builder == "left_balanced") track(kdforge::build_left_balanced(exec, scan));
-        else track(kdforge::build_split_sort(exec, scan));
-      }
-      sum.print();
-      if (expect_mm > 0 && sum.worst_rms_mm > expect_mm) {
-        std::printf("TRACKING LOST: %s moved the model points by %.3f mm RMS in a frame (--expect-mm %g)\n",
-                    sum.method.c_str(), sum.worst_rms_mm, expect_mm);
-        lost = true;
+    for (std::string const& builder : builders) {
+      for (int loop = 0; loop < (host_loop ? 2 : 1); ++loop) {
+        for (int q : qs) {
+          kdforge::IcpOptions o = opt;
+          Summary sum;
+          std::string const tree_name = builder == "left_balanced" ? "left-balanced" : "split-and-sort";
+          std::string const loop_name = loop ? ", host loop" : "";
+          if (q > 0) {
+            o.search = kdforge::IcpSearch::approximate;
+            o.approximate.queue_capacity = q;
+            sum.method = "kdforge Q=" + std::to_string(q) + ", " + tree_name + loop_name;
+            sum.recall = 0;
+          } else {
+            sum.method = "kdforge exact, " + tree_name + loop_name;
+          }
+          kdforge::IcpWorkspace<Exec::memory_space> workspace; // kept across the frames, as a tracker would
+          for (int f = -1; f < frames; ++f) { // frame -1: frame 0 once, untimed (first-touch, allocations)
+            Frame const& fr = seq[std::max(f, 0)];
+            auto const scan = upload(fr.scan, "scan");
+            auto const src = upload(fr.model, "model");
+            Kokkos::fence();
+            auto const t0 = std::chrono::steady_clock::now();
+            auto track = [&](auto const& tree) {
+              Kokkos::fence();
+              double const built = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              auto const r = loop ? kdforge::detail::icp_reference(exec, tree, scan, src, fr.initial, o)
+                                  : kdforge::icp(exec, tree, scan, src, fr.initial, o, workspace);
+              Kokkos::fence();
+              double const sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              if (f < 0) return;
+              sum.add(sec, built, r.iterations, r.rmse, pose_error(r.transform, fr.truth, fr.model));
+              if (q > 0) sum.recall += recall(exec, scan, tree, fr.model, fr.truth, q) / frames;
+            };
+            if (builder == "left_balanced") track(kdforge::build_left_balanced(exec, scan));
+            else track(kdforge::build_split_sort(exec, scan));
+          }
+          sum.print();
+          if (expect_mm > 0 && sum.worst_rms_mm > expect_mm) {
+            std::printf("TRACKING LOST: %s moved the model points by %.3f mm RMS in a frame (--expect-mm %g)\n",
+                        sum.method.c_str(), sum.worst_rms_mm, expect_mm);
+            lost = true;
+          }
+        }
       }
     }
 

@@ -6,11 +6,19 @@
 //   - the share of time in parallel radix / sequential radix / insertion sort
 //     (the paper: 96.5 / 0.86 / 2.64 %),
 //   - approximate kNN with the bounded min-max queue: recall@k and time per Q,
-//     against exact kNN on the same tree,
+//     against exact kNN on the same tree, per tree size and query count (the
+//     grid of Table III with --queries 100,10000,50000,100000),
 //   - the threads-per-block autotuning table (section III-C).
+// Points (--points): uniform random (the paper's column R), a simulated
+// range-camera scan of the work scene of perf/icp (the paper's WB: a scan
+// of a work environment, which we do not have), or the surface of that
+// scene's piston-like object (standing in for the paper's B, the Stanford
+// bunny, another closed scanned surface we do not have).
 // Every tree is checked: exact kNN of a query sample against brute force.
 // Timings: warm-up, fenced, median/mean/std over --reps. One JSON line per
 // measurement with --json.
+#include "range_camera.hpp"
+
 #include <kdforge/kdforge.hpp>
 
 #include <CLI/CLI.hpp>
@@ -73,6 +81,67 @@ std::vector<P> uniform(std::int64_t n, std::uint64_t seed) {
   return v;
 }
 
+// A scan of perf/icp's work scene (640 x 480, or finer where n needs more
+// points), n of its points chosen at random, kept in scan order.
+std::vector<P> scene_points(std::int64_t n, std::uint64_t seed) {
+  using namespace kdforge_icp;
+  WorkScene const scene = WorkScene::make(2.0);
+  double const eye[3] = {0.3, -1.4, 1.5}, at[3] = {-0.1, 0.1, 0.8};
+  int w = 640, h = 480;
+  Scan s;
+  while (true) {
+    Camera cam = Camera::of_resolution(w, h);
+    cam.look_at(eye, at);
+    s = render(scene, scene.object_pose(0), cam, seed);
+    if (s.size() >= n) break;
+    double const f = std::sqrt(1.1 * double(n) / double(std::max<std::int64_t>(s.size(), 1)));
+    w = int(w * f) + 1;
+    h = int(h * f) + 1;
+  }
+  std::vector<std::int64_t> pick(s.size());
+  std::iota(pick.begin(), pick.end(), std::int64_t(0));
+  std::mt19937_64 rng(seed);
+  std::shuffle(pick.begin(), pick.end(), rng);
+  pick.resize(n);
+  std::sort(pick.begin(), pick.end());
+  std::vector<P> v(n);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (int d = 0; d < 3; ++d) v[i][d] = s.xyz[3 * pick[i] + d];
+  return v;
+}
+
+// n points of the piston-like object's surface (object frame).
+std::vector<P> object_points(std::int64_t n, std::uint64_t seed) {
+  using namespace kdforge_icp;
+  Model const m = object_model(WorkScene::make(2.0), n, seed);
+  std::vector<P> v(m.size());
+  for (std::int64_t i = 0; i < m.size(); ++i)
+    for (int d = 0; d < 3; ++d) v[i][d] = m.xyz[3 * i + d];
+  return v;
+}
+
+std::vector<P> make_points(std::string const& kind, std::int64_t n, std::uint64_t seed) {
+  if (kind == "scene") return scene_points(n, seed);
+  if (kind == "object") return object_points(n, seed);
+  return uniform(n, seed);
+}
+
+// m queries: uniform in the unit cube for uniform points (as before), else
+// uniform in the points' bounding box.
+std::vector<P> make_queries(std::string const& kind, std::vector<P> const& pts, std::int64_t m, std::uint64_t seed) {
+  std::vector<P> q = uniform(m, seed);
+  if (kind == "uniform" || pts.empty()) return q;
+  P lo = pts[0], hi = pts[0];
+  for (auto const& p : pts)
+    for (int d = 0; d < 3; ++d) {
+      lo[d] = std::min(lo[d], p[d]);
+      hi[d] = std::max(hi[d], p[d]);
+    }
+  for (auto& x : q)
+    for (int d = 0; d < 3; ++d) x[d] = lo[d] + x[d] * (hi[d] - lo[d]);
+  return q;
+}
+
 PV to_device(std::vector<P> const& v) {
   PV d(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::points"), v.size());
   Kokkos::deep_copy(d, Kokkos::View<P const*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(v.data(), v.size()));
@@ -110,9 +179,10 @@ int main(int argc, char** argv) {
   std::vector<int> queues;
   std::vector<int> ks{1, 8};
   int reps = 25, warmup = 2, verify_n = 1000, radix_base = 32;
-  std::int64_t naive_max = 200000, queries_m = 100000;
+  std::int64_t naive_max = 200000;
+  std::vector<std::int64_t> query_counts{100000};
   bool shares = false;
-  std::string json_file, tune_file;
+  std::string json_file, tune_file, points = "uniform";
   std::uint64_t seed = 1;
   app.add_option("--sizes", sizes, "numbers of uniform random float3 points")->delimiter(',');
   app.add_option("--tpb", tpbs, "threads per block to measure (multiples of 32 up to 1024)")->delimiter(',');
@@ -126,7 +196,14 @@ int main(int argc, char** argv) {
   app.add_flag("--shares", shares, "report the share of time per sort kind (fenced per level)");
   app.add_option("--approx", queues, "approximate kNN: queue capacities Q to measure")->delimiter(',');
   app.add_option("--k", ks, "k of the approximate kNN runs")->delimiter(',');
-  app.add_option("--queries", queries_m, "number of queries (fresh uniform points) of the approximate runs");
+  app.add_option("--queries", query_counts,
+                 "numbers of queries (fresh uniform points) of the approximate runs, e.g. 100,10000,50000,100000 "
+                 "(Table III's columns)")
+      ->delimiter(',');
+  app.add_option("--points", points,
+                 "uniform (the paper's R), scene (a simulated range scan of a work scene: the paper's WB) or object "
+                 "(a piston-like object's surface, standing in for the paper's B)")
+      ->check(CLI::IsMember({"uniform", "scene", "object"}));
   app.add_option("--verify", verify_n, "exact kNN queries checked against brute force per tree");
   app.add_option("--tune", tune_file, "run the TPB autotuning over --sizes and --tpb, write the table here");
   app.add_option("--json", json_file, "append one JSON line per measurement to this file");
@@ -154,10 +231,11 @@ int main(int argc, char** argv) {
   int failures = 0;
   try {
     std::string const dev = device_name();
-    std::printf("# kdforge-split-sort-bench on %s (%s), radix base %d, %d reps, median [mean +- std] ms\n", dev.c_str(),
-                Exec::name(), radix_base, reps);
+    std::printf("# kdforge-split-sort-bench on %s (%s), %s points, radix base %d, %d reps, median [mean +- std] ms\n",
+                dev.c_str(), Exec::name(), points.c_str(), radix_base, reps);
     auto record = [&](nlohmann::json j) {
       j["device"] = dev;
+      j["points"] = points;
       j["backend"] = Exec::name();
       j["radix_base"] = radix_base;
       j["reps"] = reps;
@@ -181,8 +259,8 @@ int main(int argc, char** argv) {
     for (auto const& b : baselines) std::printf("   %-22s", b.c_str());
     std::printf("  verified\n");
     for (std::int64_t n : sizes) {
-      auto pts = uniform(n, seed + std::uint64_t(n));
-      auto queries = uniform(std::max<std::int64_t>(verify_n, 1), seed + 7 * std::uint64_t(n) + 1);
+      auto pts = make_points(points, n, seed + std::uint64_t(n));
+      auto queries = make_queries(points, pts, std::max<std::int64_t>(verify_n, 1), seed + 7 * std::uint64_t(n) + 1);
       PV d = to_device(pts);
       std::printf("%10lld", (long long)n);
       std::fflush(stdout);
@@ -247,7 +325,7 @@ int main(int argc, char** argv) {
       std::printf("\n## share of sort time (fenced per level; TPB from the tuning default)\n%10s %10s %10s %10s %8s\n",
                   "points", "par.radix", "seq.radix", "insertion", "levels");
       for (std::int64_t n : sizes) {
-        auto d = to_device(uniform(n, seed + std::uint64_t(n)));
+        auto d = to_device(make_points(points, n, seed + std::uint64_t(n)));
         kdforge::SplitSortStats st;
         kdforge::SplitSortOptions o;
         o.radix_base = radix_base;
@@ -262,32 +340,36 @@ int main(int argc, char** argv) {
       }
     }
     if (!queues.empty()) {
-      std::printf("\n## approximate kNN (bounded min-max queue), %lld fresh uniform queries\n%10s %4s %6s %10s %10s %10s\n",
-                  (long long)queries_m, "points", "k", "Q", "time ms", "exact ms", "recall@k");
+      std::printf("\n## approximate kNN (bounded min-max queue), fresh queries\n%10s %8s %4s %6s %10s %10s %10s\n",
+                  "points", "queries", "k", "Q", "time ms", "exact ms", "recall@k");
       for (std::int64_t n : sizes) {
-        auto pts = uniform(n, seed + std::uint64_t(n));
+        auto pts = make_points(points, n, seed + std::uint64_t(n));
         auto d = to_device(pts);
-        auto qh = uniform(queries_m, seed + 99 * std::uint64_t(n));
-        auto q = to_device(qh);
         auto tree = kdforge::build_split_sort(Exec{}, d);
-        for (int k : ks) {
-          auto exact = kdforge::knn(Exec{}, tree, q, k);
-          auto te = time_it(1, reps, [&] { kdforge::knn(Exec{}, tree, q, k); });
-          auto ei = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, exact.indices);
-          for (int Q : queues) {
-            kdforge::ApproximateOptions o;
-            o.queue_capacity = Q;
-            auto ta = time_it(1, reps, [&] { kdforge::knn_approximate(Exec{}, tree, q, k, o); });
-            auto r = kdforge::knn_approximate(Exec{}, tree, q, k, o);
-            auto ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
-            std::int64_t hits = 0;
-            for (std::int64_t i = 0; i < queries_m; ++i)
-              for (int j = 0; j < k; ++j)
-                for (int jj = 0; jj < k; ++jj) hits += ai(i, j) >= 0 && ai(i, j) == ei(i, jj);
-            double const recall = double(hits) / double(queries_m * k);
-            std::printf("%10lld %4d %6d %10.3f %10.3f %10.4f\n", (long long)n, k, Q, ta.median, te.median, recall);
-            record({{"what", "knn_approximate"}, {"n", n}, {"m", queries_m}, {"k", k}, {"queue", Q},
-                    {"median_ms", ta.median}, {"exact_median_ms", te.median}, {"recall", recall}});
+        for (std::int64_t queries_m : query_counts) {
+          auto qh = make_queries(points, pts, queries_m, seed + 99 * std::uint64_t(n)); // nested sets
+          auto q = to_device(qh);
+          for (int k : ks) {
+            auto exact = kdforge::knn(Exec{}, tree, q, k);
+            auto te = time_it(1, reps, [&] { kdforge::knn(Exec{}, tree, q, k); });
+            auto ei = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, exact.indices);
+            for (int Q : queues) {
+              kdforge::ApproximateOptions o;
+              o.queue_capacity = Q;
+              auto ta = time_it(1, reps, [&] { kdforge::knn_approximate(Exec{}, tree, q, k, o); });
+              auto r = kdforge::knn_approximate(Exec{}, tree, q, k, o);
+              auto ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+              std::int64_t hits = 0;
+              for (std::int64_t i = 0; i < queries_m; ++i)
+                for (int j = 0; j < k; ++j)
+                  for (int jj = 0; jj < k; ++jj) hits += ai(i, j) >= 0 && ai(i, j) == ei(i, jj);
+              double const recall = double(hits) / double(queries_m * k);
+              std::printf("%10lld %8lld %4d %6d %10.3f %10.3f %10.4f\n", (long long)n, (long long)queries_m, k, Q,
+                          ta.median, te.median, recall);
+              record({{"what", "knn_approximate"}, {"n", n}, {"m", queries_m}, {"k", k}, {"queue", Q},
+                      {"median_ms", ta.median}, {"mean_ms", ta.mean}, {"std_ms", ta.stddev},
+                      {"exact_median_ms", te.median}, {"recall", recall}});
+            }
           }
         }
       }

@@ -8,14 +8,20 @@
 //   kdforge::IcpOptions o;
 //   o.max_correspondence_distance = 0.05;                           // rejection (not squared)
 //   o.search = kdforge::IcpSearch::approximate; o.approximate.queue_capacity = 4;  // Wehr's Q
-//   auto r = kdforge::icp(exec, tree, scan, model, previous_pose, o);
+//   kdforge::IcpWorkspace<MemorySpace> ws;                          // optional, kept across frames
+//   auto r = kdforge::icp(exec, tree, scan, model, previous_pose, o, ws);
 //   // r.transform maps the model onto the scan; r.rmse, r.iterations, r.status, r.degenerate
 //
-// Each iteration moves the source by the current transform, finds each
-// moved point's nearest target point (closest_point, or knn_approximate
-// with k = 1), sums what the fit needs in one parallel_reduce and solves the
-// 4x4 (point to point) or 6x6 (point to plane) system on the host
-// (kernels/registration/icp.hpp has the algorithm and the papers).
+// The whole loop runs on the execution space (kernels/registration/
+// icp_loop.hpp): one kernel per iteration finds each moved source point's
+// nearest target point, sums what the fit needs and, in the reduction's
+// final step, solves the 4x4 (point to point) or 6x6 (point to plane)
+// system and writes the next transform to device memory; the host queues
+// the kernels and waits once, for the results. The algorithm and the
+// papers: kernels/registration/icp.hpp. detail::icp_reference is the same
+// algorithm as a host loop of public operations (closest_point or
+// knn_approximate per iteration, the solve on the host): the tests'
+// reference for the device loop.
 // Point to plane uses the target's normals: given, or estimated for the
 // call by PCA of options.normal_neighbors nearest neighbours (estimate_normals).
 #include <kdforge/base/error.hpp>
@@ -26,8 +32,11 @@
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/closest_point.hpp>
 #include <kdforge/detail/query_defaults.hpp>
+#include <kdforge/kernels/common/finite.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
+#include <kdforge/kernels/query/morton.hpp>
 #include <kdforge/kernels/registration/icp.hpp>
+#include <kdforge/kernels/registration/icp_loop.hpp>
 #include <kdforge/kernels/registration/normals.hpp>
 #include <kdforge/knn.hpp>
 #include <kdforge/knn_approximate.hpp>
@@ -37,6 +46,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 namespace kdforge {
@@ -70,12 +80,20 @@ auto estimate_normals(Exec const& exec, Tree const& tree, Points const& points, 
 }
 
 namespace detail {
-template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
-IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& target_in, SourcePoints const& source_in,
-                   RigidTransform const& initial, IcpOptions const& options, Normals const* given_normals) {
-  namespace reg = kernels::registration;
+
+/// The checked inputs of one icp call: the clouds as Views of the execution
+/// space, and the target's normals for point to plane.
+template <class Exec, class Tree>
+struct IcpInputs {
   using T = typename Tree::coordinate_type;
-  using MS = typename Exec::memory_space;
+  using PV = Kokkos::View<Point<T, 3>*, typename Exec::memory_space>;
+  PV target, source, normals;
+};
+
+template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
+IcpInputs<Exec, Tree> icp_inputs(Exec const& exec, Tree const& tree, TargetPoints const& target_in,
+                                 SourcePoints const& source_in, RigidTransform const& initial,
+                                 IcpOptions const& options, Normals const* given_normals) {
   check_icp_tree<Exec, Tree>("icp");
   KDFORGE_REQUIRE(options.max_iterations >= 0, "icp", "IcpOptions::max_iterations must be >= 0 (got ",
                   options.max_iterations, ")");
@@ -86,9 +104,15 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
                   "icp", "IcpOptions::relative_rmse, rotation_epsilon and translation_epsilon must be >= 0");
   KDFORGE_REQUIRE(options.degenerate_ratio >= 0 && options.degenerate_ratio < 1, "icp",
                   "IcpOptions::degenerate_ratio must be in [0, 1) (got ", options.degenerate_ratio, ")");
-  auto target = query_points<Exec, Tree>(exec, target_in);
-  auto source = query_points<Exec, Tree>(exec, source_in);
-  std::int64_t const n_target = std::int64_t(target.extent(0)), n_source = std::int64_t(source.extent(0));
+  for (int i = 0; i < 3; ++i) {
+    bool finite = std::isfinite(initial.translation[i]);
+    for (int j = 0; j < 3; ++j) finite = finite && std::isfinite(initial.rotation[i][j]);
+    KDFORGE_REQUIRE(finite, "icp", "the initial transform has a NaN or infinite entry: give a finite pose");
+  }
+  IcpInputs<Exec, Tree> in;
+  in.target = query_points<Exec, Tree>(exec, target_in);
+  in.source = query_points<Exec, Tree>(exec, source_in);
+  std::int64_t const n_target = std::int64_t(in.target.extent(0)), n_source = std::int64_t(in.source.extent(0));
   KDFORGE_REQUIRE(n_source > 0, "icp",
                   "the source cloud is empty: nothing to register (skip the frame, or check the segmentation "
                   "that produced it)");
@@ -97,20 +121,75 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   KDFORGE_REQUIRE(std::int64_t(tree.size()) <= n_target, "icp", "the tree holds ", std::int64_t(tree.size()),
                   " points but the target cloud only ", n_target,
                   ": pass the points the tree was built from (their indices are the tree's answers)");
-  bool const plane = options.method == IcpMethod::point_to_plane;
-  Kokkos::View<Point<T, 3>*, MS> normals;
-  if (plane) {
+  if (options.search == IcpSearch::approximate) {
+    ApproximateOptions const& a = options.approximate;
+    KDFORGE_REQUIRE(a.queue_capacity >= 1, "icp", "IcpOptions::approximate.queue_capacity must be >= 1 (got ",
+                    a.queue_capacity, ")");
+    KDFORGE_REQUIRE(a.max_leaves >= 0, "icp", "IcpOptions::approximate.max_leaves must be >= 0 (got ", a.max_leaves,
+                    ")");
+    KDFORGE_REQUIRE(a.eps >= 0.0 && std::isfinite(a.eps), "icp",
+                    "IcpOptions::approximate.eps must be finite and >= 0 (got ", a.eps, ")");
+    KDFORGE_REQUIRE(!a.exclude_self, "icp", "exclude_self is offered on bucket trees (build_bucket_tree) only");
+  } else {
+    refuse_bucket_only_options(options.exact, "icp");
+  }
+  if (options.method == IcpMethod::point_to_plane) {
     if (given_normals) {
-      normals = query_points<Exec, Tree>(exec, *given_normals);
-      KDFORGE_REQUIRE(std::int64_t(normals.extent(0)) == n_target, "icp", "target_normals has ",
-                      std::int64_t(normals.extent(0)), " rows for ", n_target,
+      in.normals = query_points<Exec, Tree>(exec, *given_normals);
+      KDFORGE_REQUIRE(std::int64_t(in.normals.extent(0)) == n_target, "icp", "target_normals has ",
+                      std::int64_t(in.normals.extent(0)), " rows for ", n_target,
                       " target points: give one normal per target point");
     } else {
       KDFORGE_REQUIRE(options.normal_neighbors >= 3, "icp", "IcpOptions::normal_neighbors must be >= 3 (got ",
                       options.normal_neighbors, ")");
-      normals = estimate_normals(exec, tree, target, options.normal_neighbors);
+      in.normals = estimate_normals(exec, tree, in.target, options.normal_neighbors);
     }
   }
+  return in;
+}
+
+/// The error of an iteration with fewer than 3 correspondences.
+[[noreturn]] inline void fail_too_few(std::int64_t count, bool plane, double max_distance, int iteration) {
+  fail("icp", "only ", count, " correspondence", count == 1 ? "" : "s", plane ? " with a target normal" : "",
+       " within max_correspondence_distance ", max_distance, " at iteration ", iteration,
+       " (a rigid transform needs at least 3): give an initial pose nearer the target, raise "
+       "max_correspondence_distance, or check that the clouds overlap");
+}
+
+/// IcpResult's degeneracy fields from the spectra at the final transform.
+inline void set_degeneracy(IcpResult& result, bool plane, double ratio, double const singular_values[3],
+                           double largest_eigenvalue, double const weakest_axis[3]) {
+  for (int u = 0; u < 3; ++u) result.singular_values[u] = singular_values[u];
+  if (plane) {
+    // eigenvalues of the normal equations: the smallest against the largest
+    result.degenerate = !(singular_values[2] > ratio * largest_eigenvalue);
+  } else {
+    result.degenerate = !(singular_values[2] > ratio * singular_values[0]);
+    if (result.degenerate) {
+      double const l = std::sqrt(weakest_axis[0] * weakest_axis[0] + weakest_axis[1] * weakest_axis[1] +
+                                 weakest_axis[2] * weakest_axis[2]);
+      for (int u = 0; u < 3; ++u) result.unconstrained_axis[u] = l > 0 ? weakest_axis[u] / l : 0.0;
+    }
+  }
+}
+
+/// The reference loop: the same algorithm as icp_device_loop, as a host
+/// loop of public operations (closest_point or knn_approximate per
+/// iteration, the sums in one reduction read back, the solve on the
+/// host). One host round trip per iteration; kept to check the device loop.
+template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
+IcpResult icp_reference_impl(Exec const& exec, Tree const& tree, TargetPoints const& target_in,
+                             SourcePoints const& source_in, RigidTransform const& initial, IcpOptions const& options,
+                             Normals const* given_normals) {
+  namespace reg = kernels::registration;
+  using T = typename Tree::coordinate_type;
+  using MS = typename Exec::memory_space;
+  auto const in = icp_inputs(exec, tree, target_in, source_in, initial, options, given_normals);
+  auto const& target = in.target;
+  auto const& source = in.source;
+  auto const& normals = in.normals;
+  std::int64_t const n_source = std::int64_t(source.extent(0));
+  bool const plane = options.method == IcpMethod::point_to_plane;
 
   // The reference point c (the initially moved source's centroid) and the
   // cloud's RMS radius about it: sums about c keep their precision, and
@@ -121,11 +200,21 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   double c[3] = {0, 0, 0};
   {
     auto const s0 = reg::centroid_sums<Exec, T>(exec, moved, c);
-    for (int u = 0; u < 3; ++u) c[u] = s0.v[1 + u] / s0.v[0];
+    reg::centroid_of(s0.v, c);
   }
-  auto const s1 = reg::centroid_sums<Exec, T>(exec, moved, c);
-  double scale = std::sqrt(s1.v[4] / s1.v[0]);
-  if (!(scale > 0) || !std::isfinite(scale)) scale = 1;
+  double const scale = reg::radius_of(reg::centroid_sums<Exec, T>(exec, moved, c).v);
+  // The sums are added in the device loop's order (Morton order of the
+  // initially moved source): on CPUs the two loops then give the same bits.
+  using Index = typename Tree::index_type;
+  QueryWorkspace<MS> order_workspace;
+  Kokkos::View<Index*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> order;
+  QueryOrder const order_option =
+      options.search == IcpSearch::exact ? options.exact.order : options.approximate.order;
+  if (order_option != QueryOrder::as_given && n_source >= 2) {
+    order = kernels::morton_codes<Exec, T, 3, Index>(exec, moved, tree.bounds(), order_workspace.codes,
+                                                     order_workspace.order_bytes, {});
+    kernels::sort_morton_order<Exec, 3>(exec, order_workspace.codes, order, order_workspace.scratch);
+  }
 
   ClosestResultFor<Exec, Tree> closest;
   QueryWorkspace<MS> workspace;
@@ -140,9 +229,10 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
     auto solve = [&](auto const& idx, auto const& dist) {
       if (plane)
         return reg::solve_point_to_plane(
-            reg::point_to_plane_sums<Exec, T>(exec, moved, target, normals, idx, dist, sq_max, c, scale), c, scale,
-            options.degenerate_ratio);
-      return reg::solve_point_to_point(reg::point_to_point_sums<Exec, T>(exec, moved, target, idx, dist, sq_max, c), c);
+            reg::point_to_plane_sums<Exec, T>(exec, moved, target, normals, idx, dist, sq_max, c, scale, order), c,
+            scale, options.degenerate_ratio);
+      return reg::solve_point_to_point(
+          reg::point_to_point_sums<Exec, T>(exec, moved, target, idx, dist, sq_max, c, order), c);
     };
     if (options.search == IcpSearch::exact) {
       closest_point(exec, tree, moved, closest, qo, workspace);
@@ -152,11 +242,7 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
     return solve(Kokkos::subview(r.indices, Kokkos::ALL, 0), Kokkos::subview(r.sq_distances, Kokkos::ALL, 0));
   };
   auto require_three = [&](reg::Step const& st, int iteration) {
-    KDFORGE_REQUIRE(st.count >= 3, "icp", "only ", st.count, " correspondence", st.count == 1 ? "" : "s",
-                    plane ? " with a target normal" : "", " within max_correspondence_distance ",
-                    options.max_correspondence_distance, " at iteration ", iteration,
-                    " (a rigid transform needs at least 3): give an initial pose nearer the target, raise "
-                    "max_correspondence_distance, or check that the clouds overlap");
+    if (st.count < 3) fail_too_few(st.count, plane, options.max_correspondence_distance, iteration);
   };
 
   IcpResult result;
@@ -191,19 +277,195 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   result.rmse = std::sqrt(fin.sq_error);
   result.correspondences = fin.count;
   result.fitness = double(fin.count) / double(n_source);
-  for (int u = 0; u < 3; ++u) result.singular_values[u] = fin.singular_values[u];
+  set_degeneracy(result, plane, options.degenerate_ratio, fin.singular_values, fin.largest_eigenvalue,
+                 fin.weakest_axis);
+  return result;
+}
+
+/// A View of `count` values of type V at byte `offset` of `bytes`.
+template <class V, class MS>
+Kokkos::View<V*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> carve(Kokkos::View<char*, MS> const& bytes,
+                                                                    std::size_t offset, std::int64_t count) {
+  return Kokkos::View<V*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(reinterpret_cast<V*>(bytes.data() + offset),
+                                                                       count);
+}
+
+/// bytes holds at least n bytes afterwards (contents undefined when grown).
+template <class MS>
+void grow(Kokkos::View<char*, MS>& bytes, std::size_t n, char const* label) {
+  if (bytes.extent(0) < n)
+    bytes = Kokkos::View<char*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+}
+
+/// The device loop (kernels/registration/icp_loop.hpp): setup, one kernel
+/// per iteration, the measuring pass, one read of the results.
+template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
+IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& target_in, SourcePoints const& source_in,
+                   RigidTransform const& initial, IcpOptions const& options, Normals const* given_normals,
+                   IcpWorkspace<typename Exec::memory_space>& ws) {
+  namespace reg = kernels::registration;
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  using MS = typename Exec::memory_space;
+  auto const in = icp_inputs(exec, tree, target_in, source_in, initial, options, given_normals);
+  std::int64_t const m = std::int64_t(in.source.extent(0));
+  int const iterations = options.max_iterations;
+  bool const plane = options.method == IcpMethod::point_to_plane;
+  bool const exact = options.search == IcpSearch::exact;
+  T const sq_cutoff = checked_sq_radius<T>(options.max_correspondence_distance, "icp",
+                                           "IcpOptions::max_correspondence_distance");
+
+  // The state, the reductions' result and the RMSE history in one buffer,
+  // read back by one copy.
+  constexpr std::size_t align = 64;
+  constexpr std::size_t state_bytes = (sizeof(reg::LoopState) + align - 1) / align * align;
+  constexpr std::size_t sums_size = sizeof(reg::Sums<reg::plane_sums>) > sizeof(reg::SetupSums)
+                                        ? sizeof(reg::Sums<reg::plane_sums>)
+                                        : sizeof(reg::SetupSums);
+  constexpr std::size_t sums_bytes = (sums_size + align - 1) / align * align;
+  std::size_t const total = state_bytes + sums_bytes + sizeof(double) * std::size_t(iterations);
+  grow(ws.state, total, "kdforge::icp::state");
+  if (ws.host_state.extent(0) != ws.state.extent(0) || !ws.host_state.data())
+    ws.host_state = Kokkos::create_mirror_view(ws.state);
+  using State = Kokkos::View<reg::LoopState, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  State const state(reinterpret_cast<reg::LoopState*>(ws.state.data()));
+  auto const history = carve<double>(ws.state, state_bytes + sums_bytes, iterations);
+  char* const sums_at = ws.state.data() + state_bytes;
+
+  // The source's processing order: Morton order of the initially moved
+  // source in the tree's box, sorted once for all iterations.
+  auto& qw = ws.queries;
+  if (std::int64_t(qw.codes.extent(0)) < m)
+    qw.codes = Kokkos::View<std::uint32_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::icp::morton"), m);
+  grow(qw.order_bytes, std::size_t(m) * sizeof(Index), "kdforge::icp::order");
+  auto const order = carve<Index>(qw.order_bytes, 0, m);
+  auto const codes = Kokkos::subview(qw.codes, Kokkos::make_pair(std::int64_t(0), m));
+  // (a named type: nvcc's front end rewrites decltype(order)() in the
+  // lambdas below into code the host compiler rejects)
+  using IndexView = Kokkos::View<Index*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  IndexView previous;
+  if (exact) {
+    grow(ws.correspondences, std::size_t(m) * sizeof(Index), "kdforge::icp::correspondences");
+    previous = carve<Index>(ws.correspondences, 0, m);
+  }
+  auto const d0 = reg::device_transform<double>(initial);
+  // The loop's functors go to the device as kernel arguments: Kokkos' Cuda
+  // launch copies a functor of 512 bytes or more (the iteration's: the tree
+  // and nine Views) to constant memory instead, and waits first for the
+  // previous kernel that used it to finish: a host wait per iteration.
+  auto const policy = Kokkos::Experimental::require(Kokkos::RangePolicy<Exec>(exec, 0, m),
+                                                    Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  {
+    using F = reg::IcpSetup<T, decltype(in.source), Box<T, 3>, std::decay_t<decltype(codes)>, IndexView,
+                            IndexView, State>;
+    Kokkos::View<reg::SetupSums, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
+        reinterpret_cast<reg::SetupSums*>(sums_at));
+    Kokkos::parallel_reduce("kdforge::icp::setup", policy,
+                            F{in.source, d0, initial, tree.bounds(), codes, order, previous, state}, out);
+  }
+  QueryOrder const order_option = exact ? options.exact.order : options.approximate.order;
+  bool const sorted = order_option != QueryOrder::as_given && m >= 2;
+  if (sorted) kernels::sort_morton_order<Exec, 3>(exec, qw.codes, order, qw.scratch);
   if (plane) {
-    // eigenvalues of the normal equations: the smallest against the largest
-    result.degenerate = !(fin.singular_values[2] > options.degenerate_ratio * fin.largest_eigenvalue);
+    Kokkos::View<reg::Sums<5>, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
+        reinterpret_cast<reg::Sums<5>*>(sums_at));
+    Kokkos::parallel_reduce("kdforge::icp::radius", policy,
+                            reg::IcpRadius<T, decltype(in.source), State>{in.source, d0, state}, out);
+  }
+
+  // The iterations, and the measuring pass at the final transform. On
+  // hosts the state is read without a copy, and the loop stops once done.
+  constexpr bool host_state = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible;
+  reg::LoopCriteria const criteria{options.relative_rmse, options.rotation_epsilon, options.translation_epsilon,
+                                   options.degenerate_ratio};
+  auto const run = [&](auto const& t, auto const& nearest) {
+    using TT = std::decay_t<decltype(t)>;
+    auto launch = [&](auto plane_tag) {
+      constexpr bool P = decltype(plane_tag)::value;
+      using F = reg::IcpIteration<P, TT, std::decay_t<decltype(nearest)>, decltype(in.source),
+                                  IndexView, decltype(in.target), decltype(in.normals),
+                                  IndexView, State, std::decay_t<decltype(history)>>;
+      Kokkos::View<typename F::value_type, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
+          reinterpret_cast<typename F::value_type*>(sums_at));
+      IndexView const ord = sorted ? order : IndexView();
+      F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false};
+      for (int it = 0; it < iterations; ++it) {
+        f.iteration = it;
+        Kokkos::parallel_reduce("kdforge::icp::iteration", policy, f, out);
+        if constexpr (host_state) {
+          exec.fence();
+          if (state().done) break;
+        }
+      }
+      f.measure = true;
+      Kokkos::parallel_reduce("kdforge::icp::measure", policy, f, out);
+    };
+    if (plane) launch(std::true_type{});
+    else launch(std::false_type{});
+  };
+  if (exact) {
+    Walk const walk = make_walk<Exec>(options.exact, "icp");
+    with_fixed_split<Exec>(tree, [&](auto const& t) {
+      using TT = std::decay_t<decltype(t)>;
+      run(t, reg::ExactNearest<TT, decltype(in.target)>{walk, in.target});
+    });
   } else {
-    result.degenerate = !(fin.singular_values[2] > options.degenerate_ratio * fin.singular_values[0]);
-    if (result.degenerate) {
-      double const l = std::sqrt(fin.weakest_axis[0] * fin.weakest_axis[0] + fin.weakest_axis[1] * fin.weakest_axis[1] +
-                                 fin.weakest_axis[2] * fin.weakest_axis[2]);
-      for (int u = 0; u < 3; ++u) result.unconstrained_axis[u] = l > 0 ? fin.weakest_axis[u] / l : 0.0;
+    ApproximateOptions const& a = options.approximate;
+    using B = kernels::PendingBranch<T, Index>;
+    using QueueView = Kokkos::View<B**, Kokkos::LayoutLeft, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    T const scale = T((1.0 + a.eps) * (1.0 + a.eps));
+    if (a.queue_capacity <= 32) {
+      run(tree, reg::ApproximateNearest<Tree, 32, QueueView>{a.queue_capacity, a.max_leaves, scale, QueueView()});
+    } else {
+      // LayoutLeft: on GPUs neighbouring threads touch neighbouring
+      // addresses for the same heap slot (as knn_approximate)
+      grow(ws.queues, std::size_t(m) * std::size_t(a.queue_capacity) * sizeof(B), "kdforge::icp::queues");
+      QueueView const queue(reinterpret_cast<B*>(ws.queues.data()), m, a.queue_capacity);
+      run(tree, reg::ApproximateNearest<Tree, 0, QueueView>{a.queue_capacity, a.max_leaves, scale, queue});
     }
   }
+
+  // The one wait of the call: the state and the history to the host.
+  Kokkos::deep_copy(exec, ws.host_state, ws.state);
+  exec.fence();
+  reg::LoopState const& st = *reinterpret_cast<reg::LoopState const*>(ws.host_state.data());
+  double const* const rmse_history = reinterpret_cast<double const*>(ws.host_state.data() + state_bytes + sums_bytes);
+  if (st.first_bad >= 0) {
+    auto const p = point_on_host(exec, in.source, st.first_bad);
+    fail("icp", "source point ", st.first_bad, " has ", unusable_coordinates(p.coords, 3),
+         "; every source point must be a finite point in that range (remove it, or replace it)");
+  }
+  if (st.failed) fail_too_few(st.failed_count, plane, options.max_correspondence_distance, st.failed_iteration);
+  IcpResult result;
+  result.transform = st.x;
+  result.status = st.converged ? IcpStatus::converged : IcpStatus::max_iterations;
+  result.iterations = st.iterations;
+  result.rmse = st.rmse;
+  result.correspondences = st.count;
+  result.fitness = double(st.count) / double(m);
+  result.rmse_history.assign(rmse_history, rmse_history + st.history);
+  set_degeneracy(result, plane, options.degenerate_ratio, st.singular_values, st.largest_eigenvalue, st.weakest_axis);
   return result;
+}
+
+template <class T>
+struct is_icp_workspace : std::false_type {};
+template <class MS>
+struct is_icp_workspace<IcpWorkspace<MS>> : std::true_type {};
+
+/// The reference loop (icp_reference_impl) with icp's arguments.
+template <class Exec, class Tree, class TargetPoints, class SourcePoints>
+IcpResult icp_reference(Exec const& exec, Tree const& target_tree, TargetPoints const& target,
+                        SourcePoints const& source, RigidTransform const& initial = {},
+                        IcpOptions const& options = {}) {
+  return icp_reference_impl<Exec, Tree, TargetPoints, SourcePoints, TargetPoints>(exec, target_tree, target, source,
+                                                                                 initial, options, nullptr);
+}
+template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
+IcpResult icp_reference(Exec const& exec, Tree const& target_tree, TargetPoints const& target,
+                        SourcePoints const& source, RigidTransform const& initial, IcpOptions const& options,
+                        Normals const& target_normals) {
+  return icp_reference_impl(exec, target_tree, target, source, initial, options, &target_normals);
 }
 } // namespace detail
 
@@ -211,22 +473,46 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
 /// from) starting at `initial`: the transform, its RMSE and fitness, the
 /// iterations, whether it converged and whether the geometry left a motion
 /// unconstrained (IcpResult). Point to plane estimates the target's normals
-/// for this call (IcpOptions::normal_neighbors); pass them to the overload
-/// below to reuse them. Throws kdforge::Error for an empty cloud or fewer
-/// than 3 accepted correspondences in an iteration.
+/// for this call (IcpOptions::normal_neighbors); pass them to the overloads
+/// below to reuse them. `workspace` keeps the call's scratch memory for the
+/// next call (a tracking loop: one per loop); without it, the call
+/// allocates its own. The host waits once per call, for the results.
+/// Throws kdforge::Error for an empty cloud, a NaN, infinite or out-of-range
+/// source point, a NaN or infinite initial transform, or fewer than 3
+/// accepted correspondences in an iteration.
+template <class Exec, class Tree, class TargetPoints, class SourcePoints>
+IcpResult icp(Exec const& exec, Tree const& target_tree, TargetPoints const& target, SourcePoints const& source,
+              RigidTransform const& initial, IcpOptions const& options,
+              IcpWorkspace<typename Exec::memory_space>& workspace) {
+  return detail::icp_impl<Exec, Tree, TargetPoints, SourcePoints, TargetPoints>(exec, target_tree, target, source,
+                                                                               initial, options, nullptr, workspace);
+}
+
+/// As above, with scratch memory allocated for this call.
 template <class Exec, class Tree, class TargetPoints, class SourcePoints>
 IcpResult icp(Exec const& exec, Tree const& target_tree, TargetPoints const& target, SourcePoints const& source,
               RigidTransform const& initial = {}, IcpOptions const& options = {}) {
-  return detail::icp_impl<Exec, Tree, TargetPoints, SourcePoints, TargetPoints>(exec, target_tree, target, source,
-                                                                               initial, options, nullptr);
+  IcpWorkspace<typename Exec::memory_space> workspace;
+  return icp(exec, target_tree, target, source, initial, options, workspace);
 }
 
 /// As above, with the target's unit normals given (one per target point,
 /// (0, 0, 0) where unknown: such points are left out); used by point to plane.
-template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
+template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals,
+          class = std::enable_if_t<!detail::is_icp_workspace<Normals>::value>>
+IcpResult icp(Exec const& exec, Tree const& target_tree, TargetPoints const& target, SourcePoints const& source,
+              RigidTransform const& initial, IcpOptions const& options, Normals const& target_normals,
+              IcpWorkspace<typename Exec::memory_space>& workspace) {
+  return detail::icp_impl(exec, target_tree, target, source, initial, options, &target_normals, workspace);
+}
+
+/// As above, with scratch memory allocated for this call.
+template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals,
+          class = std::enable_if_t<!detail::is_icp_workspace<Normals>::value>>
 IcpResult icp(Exec const& exec, Tree const& target_tree, TargetPoints const& target, SourcePoints const& source,
               RigidTransform const& initial, IcpOptions const& options, Normals const& target_normals) {
-  return detail::icp_impl(exec, target_tree, target, source, initial, options, &target_normals);
+  IcpWorkspace<typename Exec::memory_space> workspace;
+  return detail::icp_impl(exec, target_tree, target, source, initial, options, &target_normals, workspace);
 }
 
 } // namespace kdforge

@@ -1,8 +1,19 @@
 #pragma once
 // Vocabulary of rigid registration (kdforge::icp, core/include/kdforge/icp.hpp):
 // the rigid transform, the options and the result of Iterative Closest Point.
-// Plain structs, in double on the host; the clouds stay on the device.
+// Plain structs in double; RigidTransform's operations are callable on the
+// device too (the ICP loop composes its transforms there). Host-only code
+// that includes this file without Kokkos on its include path (the range-
+// camera simulator of perf/icp, compiled by the host compiler in every
+// build) gets them as plain inline functions.
 #include <kdforge/base/options.hpp>
+
+#if __has_include(<Kokkos_Core.hpp>)
+#include <Kokkos_Core.hpp>
+#define KDFORGE_TRANSFORM_FUNCTION KOKKOS_INLINE_FUNCTION
+#else
+#define KDFORGE_TRANSFORM_FUNCTION inline
+#endif
 
 #include <cmath>
 #include <cstdint>
@@ -18,7 +29,7 @@ struct RigidTransform {
 
   static RigidTransform identity() { return {}; }
   /// The transform `a` after `b`: x -> a(b(x)).
-  friend RigidTransform operator*(RigidTransform const& a, RigidTransform const& b) {
+  KDFORGE_TRANSFORM_FUNCTION friend RigidTransform operator*(RigidTransform const& a, RigidTransform const& b) {
     RigidTransform c;
     for (int i = 0; i < 3; ++i) {
       for (int j = 0; j < 3; ++j)
@@ -29,7 +40,7 @@ struct RigidTransform {
     }
     return c;
   }
-  RigidTransform inverse() const {
+  KDFORGE_TRANSFORM_FUNCTION RigidTransform inverse() const {
     RigidTransform r;
     for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 3; ++j) r.rotation[i][j] = rotation[j][i];
@@ -38,22 +49,23 @@ struct RigidTransform {
                            r.rotation[i][2] * translation[2]);
     return r;
   }
-  void apply(double const x[3], double y[3]) const {
+  KDFORGE_TRANSFORM_FUNCTION void apply(double const x[3], double y[3]) const {
     for (int i = 0; i < 3; ++i)
       y[i] = rotation[i][0] * x[0] + rotation[i][1] * x[1] + rotation[i][2] * x[2] + translation[i];
   }
   /// Rotation angle in radians (0 to pi).
-  double angle() const {
+  KDFORGE_TRANSFORM_FUNCTION double angle() const {
     double const c = 0.5 * (rotation[0][0] + rotation[1][1] + rotation[2][2] - 1.0);
-    return std::acos(c > 1 ? 1.0 : (c < -1 ? -1.0 : c));
+    return ::acos(c > 1 ? 1.0 : (c < -1 ? -1.0 : c));
   }
   /// Rotation by `radians` about `axis` (need not be unit length), then `t`.
-  static RigidTransform from_axis_angle(double const axis[3], double radians, double const t[3] = nullptr) {
+  KDFORGE_TRANSFORM_FUNCTION static RigidTransform from_axis_angle(double const axis[3], double radians,
+                                                               double const t[3] = nullptr) {
     RigidTransform r;
-    double const len = std::sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2]);
+    double const len = ::sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2]);
     if (len > 0) {
       double const x = axis[0] / len, y = axis[1] / len, z = axis[2] / len;
-      double const c = std::cos(radians), s = std::sin(radians), C = 1 - c;
+      double const c = ::cos(radians), s = ::sin(radians), C = 1 - c;
       double const m[3][3] = {{c + x * x * C, x * y * C - z * s, x * z * C + y * s},
                               {y * x * C + z * s, c + y * y * C, y * z * C - x * s},
                               {z * x * C - y * s, z * y * C + x * s, c + z * z * C}};

@@ -48,4 +48,36 @@ class QueryWorkspace {
   Kokkos::View<std::int64_t, MemorySpace> first_bad; // the first query with a NaN or infinite coordinate
 };
 
+/// Scratch memory of kdforge::icp kept between calls (frames): the source's
+/// processing order, the loop's state in device memory and its copy on the
+/// host, each source point's previous correspondence, and the queues of an
+/// approximate search with Q > 32. Without one, every call allocates and
+/// frees these; a workspace passed to the calls of a tracking loop keeps
+/// them, grown to the largest call so far. As QueryWorkspace: one execution
+/// space instance at a time; movable, not copyable.
+template <class MemorySpace>
+class IcpWorkspace {
+ public:
+  IcpWorkspace() = default;
+  IcpWorkspace(IcpWorkspace const&) = delete;
+  IcpWorkspace& operator=(IcpWorkspace const&) = delete;
+  IcpWorkspace(IcpWorkspace&&) = default;
+  IcpWorkspace& operator=(IcpWorkspace&&) = default;
+
+  /// Bytes held now (device and host).
+  std::size_t bytes() const {
+    std::size_t const host = host_state.data() == state.data() ? 0 : host_state.span();
+    return queries.bytes() + state.span() + host + correspondences.span() + queues.span();
+  }
+  /// Frees everything (the next call allocates again).
+  void release() { *this = IcpWorkspace(); }
+
+  // kdforge's own: read and grown by kdforge::icp
+  QueryWorkspace<MemorySpace> queries;        // Morton codes and order of the source
+  Kokkos::View<char*, MemorySpace> state;     // loop state, reduction result, RMSE history
+  typename Kokkos::View<char*, MemorySpace>::HostMirror host_state; // the same on the host
+  Kokkos::View<char*, MemorySpace> correspondences; // previous nearest target point per source point
+  Kokkos::View<char*, MemorySpace> queues;          // approximate search, Q > 32
+};
+
 } // namespace kdforge

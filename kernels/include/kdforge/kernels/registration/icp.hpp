@@ -1,6 +1,8 @@
 #pragma once
-// Iterative Closest Point: the per-iteration device work and the small host
-// solves, for the loop in core/include/kdforge/icp.hpp.
+// Iterative Closest Point: what one iteration sums per correspondence and
+// the small solves of the sums (device-callable: the loop of
+// icp_loop.hpp runs them in its reductions' final step; the reference loop
+// in core/include/kdforge/icp.hpp runs them on the host).
 //
 // Paper: Wehr & Radkowski 2018, sections I and V: ICP tracking of a rigid
 // object in range-camera scans, the scan's k-d tree rebuilt every frame by
@@ -18,16 +20,19 @@
 // What differs: every sum an iteration needs (17 for point to point, 30 for
 // point to plane) is one parallel_reduce over the correspondences, in
 // double, about a reference point near the clouds (no cancellation at large
-// coordinate offsets); only the 4x4/3x3/6x6 eigen-solves run on the host.
+// coordinate offsets); the 4x4/3x3/6x6 eigen-solves are cyclic Jacobi in
+// double, written once for the host and the device.
 // Degeneracy is reported from the singular values (point to point) or the
 // eigenvalues of the normal equations (point to plane), and the 6x6 system
 // is solved by a pseudo-inverse, so an unconstrained direction gets no
 // motion instead of an arbitrary one.
+#include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/registration.hpp>
 #include <kdforge/base/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
@@ -71,7 +76,7 @@ struct DeviceTransform {
 };
 
 template <class T>
-DeviceTransform<T> device_transform(RigidTransform const& x) {
+KOKKOS_INLINE_FUNCTION DeviceTransform<T> device_transform(RigidTransform const& x) {
   DeviceTransform<T> d;
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 3; ++j) d.r[i][j] = T(x.rotation[i][j]);
@@ -80,19 +85,35 @@ DeviceTransform<T> device_transform(RigidTransform const& x) {
   return d;
 }
 
+/// x(p) in double, rounded to T, with explicit rounding (no fused
+/// multiply-add): the same bits on every backend, so every backend queries
+/// the tree with the same moved points.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION Point<T, 3> moved_point(DeviceTransform<double> const& d, Point<T, 3> const& p) {
+  using backend::add_rn;
+  using backend::mul_rn;
+  Point<T, 3> q;
+  for (int a = 0; a < 3; ++a)
+    q[a] = T(add_rn(add_rn(add_rn(mul_rn(d.r[a][0], double(p[0])), mul_rn(d.r[a][1], double(p[1]))),
+                           mul_rn(d.r[a][2], double(p[2]))),
+                    d.t[a]));
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__) && (defined(__GNUC__) || defined(__clang__))
+  // q through memory: GCC 12 (-O3, the ICP loop's OpenMP kernel) kept the
+  // unrounded double values for q's later uses in the sums while the
+  // search used the rounded floats, so the loop's sums differed from the
+  // reference loop's by float rounding; an empty asm with q as a memory
+  // operand makes every use read the rounded coordinates.
+  asm volatile("" : "+m"(q));
+#endif
+  return q;
+}
+
 /// moved(i) = transform(source(i)).
 template <class Exec, class T, class Src, class Dst>
 void transform_points(Exec const& exec, Src const& source, Dst const& moved, RigidTransform const& x) {
   auto const d = device_transform<double>(x);
   Kokkos::parallel_for("kdforge::icp::transform", Kokkos::RangePolicy<Exec>(exec, 0, source.extent(0)),
-                       KOKKOS_LAMBDA(std::int64_t i) {
-                         Point<T, 3> const p = source(i);
-                         Point<T, 3> q;
-                         for (int a = 0; a < 3; ++a)
-                           q[a] = T(d.r[a][0] * double(p[0]) + d.r[a][1] * double(p[1]) + d.r[a][2] * double(p[2]) +
-                                    d.t[a]);
-                         moved(i) = q;
-                       });
+                       KOKKOS_LAMBDA(std::int64_t i) { moved(i) = moved_point<T>(d, source(i)); });
 }
 
 // Point to point: n, sum a (3), sum b (3), sum a b^T (9), sum |a - b|^2,
@@ -101,69 +122,100 @@ inline constexpr int point_sums = 17;
 // Point to plane: n, J^T J (21, upper triangle), J^T r (6), sum r^2, sum |a - b|^2.
 inline constexpr int plane_sums = 30;
 
+/// Adds one correspondence, moved source point p and target point q at
+/// squared distance d2, to the point-to-point sums about c.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION void add_point_pair(Sums<point_sums>& acc, Point<T, 3> const& p, Point<T, 3> const& q,
+                                                double d2, double const c[3]) {
+  double const a[3] = {double(p[0]) - c[0], double(p[1]) - c[1], double(p[2]) - c[2]};
+  double const b[3] = {double(q[0]) - c[0], double(q[1]) - c[1], double(q[2]) - c[2]};
+  acc.v[0] += 1;
+  for (int u = 0; u < 3; ++u) {
+    acc.v[1 + u] += a[u];
+    acc.v[4 + u] += b[u];
+    for (int w = 0; w < 3; ++w) acc.v[7 + 3 * u + w] += a[u] * b[w];
+  }
+  acc.v[16] += d2;
+}
+
+/// Adds one correspondence with the target normal nn to the point-to-plane
+/// sums: residual r = (a - b) . n, Jacobian row [(a / scale) x n, n] for the
+/// increment (rotation about c, scaled; translation), inv = 1 / scale. A zero
+/// normal (none estimated) leaves the pair out.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION void add_plane_pair(Sums<plane_sums>& acc, Point<T, 3> const& p, Point<T, 3> const& q,
+                                                Point<T, 3> const& nn, double d2, double const c[3], double inv) {
+  double const n[3] = {double(nn[0]), double(nn[1]), double(nn[2])};
+  if (n[0] == 0 && n[1] == 0 && n[2] == 0) return;
+  double const a[3] = {double(p[0]) - c[0], double(p[1]) - c[1], double(p[2]) - c[2]};
+  double const b[3] = {double(q[0]) - c[0], double(q[1]) - c[1], double(q[2]) - c[2]};
+  double const r = (a[0] - b[0]) * n[0] + (a[1] - b[1]) * n[1] + (a[2] - b[2]) * n[2];
+  double const J[6] = {inv * (a[1] * n[2] - a[2] * n[1]), inv * (a[2] * n[0] - a[0] * n[2]),
+                       inv * (a[0] * n[1] - a[1] * n[0]), n[0], n[1], n[2]};
+  acc.v[0] += 1;
+  int k = 1;
+  for (int u = 0; u < 6; ++u)
+    for (int w = u; w < 6; ++w) acc.v[k++] += J[u] * J[w];
+  for (int u = 0; u < 6; ++u) acc.v[22 + u] += J[u] * r;
+  acc.v[28] += r * r;
+  acc.v[29] += d2;
+}
+
 /// Sums of the accepted correspondences (index >= 0, squared distance <=
-/// sq_max) between moved source points and the target.
-template <class Exec, class T, class Moved, class Target, class Idx, class Dist>
+/// sq_max) between moved source points and the target, added in the
+/// processing order `order` (empty: as given).
+template <class Exec, class T, class Moved, class Target, class Idx, class Dist, class Order>
 Sums<point_sums> point_to_point_sums(Exec const& exec, Moved const& moved, Target const& target, Idx const& idx,
-                                     Dist const& sq_dist, double sq_max, double const c[3]) {
+                                     Dist const& sq_dist, double sq_max, double const c[3], Order const& order) {
   double const c0 = c[0], c1 = c[1], c2 = c[2];
   Sums<point_sums> s;
   Kokkos::parallel_reduce(
       "kdforge::icp::point_to_point_sums", Kokkos::RangePolicy<Exec>(exec, 0, moved.extent(0)),
-      KOKKOS_LAMBDA(std::int64_t i, Sums<point_sums> & acc) {
+      KOKKOS_LAMBDA(std::int64_t k, Sums<point_sums> & acc) {
+        std::int64_t const i = order.extent(0) ? std::int64_t(order(k)) : k;
         auto const j = idx(i);
         double const d2 = double(sq_dist(i));
         if (j < 0 || !(d2 <= sq_max)) return;
-        Point<T, 3> const p = moved(i), q = target(j);
-        double const a[3] = {double(p[0]) - c0, double(p[1]) - c1, double(p[2]) - c2};
-        double const b[3] = {double(q[0]) - c0, double(q[1]) - c1, double(q[2]) - c2};
-        acc.v[0] += 1;
-        for (int u = 0; u < 3; ++u) {
-          acc.v[1 + u] += a[u];
-          acc.v[4 + u] += b[u];
-          for (int w = 0; w < 3; ++w) acc.v[7 + 3 * u + w] += a[u] * b[w];
-        }
-        acc.v[16] += d2;
+        double const cc[3] = {c0, c1, c2};
+        add_point_pair<T>(acc, moved(i), target(j), d2, cc);
       },
       SumsReducer<point_sums>(s));
   exec.fence();
   return s;
 }
 
-/// Point-to-plane sums: residual r = (a - b) . n, Jacobian row
-/// [(a / scale) x n, n] for the increment (rotation about c, scaled; translation).
-/// Correspondences whose target normal is zero (no normal estimated) are left out.
-template <class Exec, class T, class Moved, class Target, class Normals, class Idx, class Dist>
+/// Point-to-plane sums (add_plane_pair) of the accepted correspondences,
+/// in the processing order `order` (empty: as given).
+template <class Exec, class T, class Moved, class Target, class Normals, class Idx, class Dist, class Order>
 Sums<plane_sums> point_to_plane_sums(Exec const& exec, Moved const& moved, Target const& target, Normals const& normals,
                                      Idx const& idx, Dist const& sq_dist, double sq_max, double const c[3],
-                                     double scale) {
+                                     double scale, Order const& order) {
   double const c0 = c[0], c1 = c[1], c2 = c[2], inv = 1.0 / scale;
   Sums<plane_sums> s;
   Kokkos::parallel_reduce(
       "kdforge::icp::point_to_plane_sums", Kokkos::RangePolicy<Exec>(exec, 0, moved.extent(0)),
-      KOKKOS_LAMBDA(std::int64_t i, Sums<plane_sums> & acc) {
+      KOKKOS_LAMBDA(std::int64_t k, Sums<plane_sums> & acc) {
+        std::int64_t const i = order.extent(0) ? std::int64_t(order(k)) : k;
         auto const j = idx(i);
         double const d2 = double(sq_dist(i));
         if (j < 0 || !(d2 <= sq_max)) return;
-        Point<T, 3> const p = moved(i), q = target(j), nn = normals(j);
-        double const n[3] = {double(nn[0]), double(nn[1]), double(nn[2])};
-        if (n[0] == 0 && n[1] == 0 && n[2] == 0) return;
-        double const a[3] = {double(p[0]) - c0, double(p[1]) - c1, double(p[2]) - c2};
-        double const b[3] = {double(q[0]) - c0, double(q[1]) - c1, double(q[2]) - c2};
-        double const r = (a[0] - b[0]) * n[0] + (a[1] - b[1]) * n[1] + (a[2] - b[2]) * n[2];
-        double const J[6] = {inv * (a[1] * n[2] - a[2] * n[1]), inv * (a[2] * n[0] - a[0] * n[2]),
-                             inv * (a[0] * n[1] - a[1] * n[0]), n[0], n[1], n[2]};
-        acc.v[0] += 1;
-        int k = 1;
-        for (int u = 0; u < 6; ++u)
-          for (int w = u; w < 6; ++w) acc.v[k++] += J[u] * J[w];
-        for (int u = 0; u < 6; ++u) acc.v[22 + u] += J[u] * r;
-        acc.v[28] += r * r;
-        acc.v[29] += d2;
+        double const cc[3] = {c0, c1, c2};
+        add_plane_pair<T>(acc, moved(i), target(j), normals(j), d2, cc, inv);
       },
       SumsReducer<plane_sums>(s));
   exec.fence();
   return s;
+}
+
+/// Adds p to the count, the sum and the sum of squared lengths about c.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION void add_centroid(double v[5], Point<T, 3> const& p, double const c[3]) {
+  double const a[3] = {double(p[0]) - c[0], double(p[1]) - c[1], double(p[2]) - c[2]};
+  v[0] += 1;
+  v[1] += a[0];
+  v[2] += a[1];
+  v[3] += a[2];
+  v[4] += a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
 }
 
 /// Sum and count of the points (for the reference point c and the radius).
@@ -174,26 +226,31 @@ Sums<5> centroid_sums(Exec const& exec, Pts const& pts, double const c[3]) {
   Kokkos::parallel_reduce(
       "kdforge::icp::centroid", Kokkos::RangePolicy<Exec>(exec, 0, pts.extent(0)),
       KOKKOS_LAMBDA(std::int64_t i, Sums<5> & acc) {
-        Point<T, 3> const p = pts(i);
-        double const a[3] = {double(p[0]) - c0, double(p[1]) - c1, double(p[2]) - c2};
-        acc.v[0] += 1;
-        acc.v[1] += a[0];
-        acc.v[2] += a[1];
-        acc.v[3] += a[2];
-        acc.v[4] += a[0] * a[0] + a[1] * a[1] + a[2] * a[2];
+        double const cc[3] = {c0, c1, c2};
+        add_centroid<T>(acc.v, pts(i), cc);
       },
       SumsReducer<5>(s));
   exec.fence();
   return s;
 }
 
-// ---- host: the small symmetric eigenproblems ----
+/// The reference point of a centroid sum about the origin, and the RMS
+/// radius (1 where it is 0 or not finite) of a sum about that point.
+KOKKOS_INLINE_FUNCTION void centroid_of(double const v[5], double c[3]) {
+  for (int u = 0; u < 3; ++u) c[u] = v[1 + u] / v[0];
+}
+KOKKOS_INLINE_FUNCTION double radius_of(double const v[5]) {
+  double const scale = ::sqrt(v[4] / v[0]);
+  return scale > 0 && scale <= DBL_MAX ? scale : 1.0;
+}
+
+// ---- the small symmetric eigenproblems (host and device) ----
 
 /// Eigen-decomposition of the symmetric n x n matrix a (n <= 6, destroyed) by
 /// cyclic Jacobi rotations: eigenvalues in w, eigenvectors as the columns of
 /// v, sorted by descending eigenvalue.
 template <int n>
-void symmetric_eigen(double a[n][n], double w[n], double v[n][n]) {
+KOKKOS_INLINE_FUNCTION void symmetric_eigen(double a[n][n], double w[n], double v[n][n]) {
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) v[i][j] = i == j ? 1.0 : 0.0;
   for (int sweep = 0; sweep < 60; ++sweep) {
@@ -207,8 +264,8 @@ void symmetric_eigen(double a[n][n], double w[n], double v[n][n]) {
       for (int q = p + 1; q < n; ++q) {
         if (a[p][q] == 0) continue;
         double const theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
-        double const t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
-        double const c = 1 / std::sqrt(t * t + 1), s = t * c;
+        double const t = (theta >= 0 ? 1.0 : -1.0) / (::fabs(theta) + ::sqrt(theta * theta + 1));
+        double const c = 1 / ::sqrt(t * t + 1), s = t * c;
         for (int k = 0; k < n; ++k) { // a = a J, v = v J
           double const ap = a[k][p], aq = a[k][q];
           a[k][p] = c * ap - s * aq;
@@ -242,7 +299,7 @@ void symmetric_eigen(double a[n][n], double w[n], double v[n][n]) {
 }
 
 /// The rotation of a unit quaternion (w, x, y, z).
-inline void quaternion_rotation(double const q[4], double r[3][3]) {
+KOKKOS_INLINE_FUNCTION void quaternion_rotation(double const q[4], double r[3][3]) {
   double const w = q[0], x = q[1], y = q[2], z = q[3];
   r[0][0] = w * w + x * x - y * y - z * z;
   r[0][1] = 2 * (x * y - w * z);
@@ -266,8 +323,12 @@ struct Step {
 };
 
 /// The increment x -> R (x - c) + c + t that best maps the moved source a
-/// onto the target b in least squares (Horn 1987), from the 17 sums.
-inline Step solve_point_to_point(Sums<point_sums> const& s, double const c[3]) {
+/// onto the target b in least squares (Horn 1987), from the 17 sums; with
+/// `singular_values`, also the singular values and the weakest direction of
+/// the cross-covariance (a second eigen-solve, which the loop needs only
+/// at the final transform).
+KOKKOS_INLINE_FUNCTION Step solve_point_to_point(Sums<point_sums> const& s, double const c[3],
+                                                 bool singular_values = true) {
   Step st;
   double const n = s.v[0];
   st.count = std::int64_t(n);
@@ -290,8 +351,8 @@ inline Step solve_point_to_point(Sums<point_sums> const& s, double const c[3]) {
   double w4[4], v4[4][4];
   symmetric_eigen<4>(N, w4, v4);
   double q[4] = {v4[0][0], v4[1][0], v4[2][0], v4[3][0]};
-  double const ql = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-  for (double& x : q) x /= ql;
+  double const ql = ::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+  for (int u = 0; u < 4; ++u) q[u] /= ql;
   double r[3][3];
   quaternion_rotation(q, r);
   // x -> r (x - c) + c + (mb - r ma): absolute translation c + mb - r (ma + c)
@@ -300,6 +361,7 @@ inline Step solve_point_to_point(Sums<point_sums> const& s, double const c[3]) {
     st.increment.translation[u] =
         c[u] + mb[u] - (r[u][0] * (ma[0] + c[0]) + r[u][1] * (ma[1] + c[1]) + r[u][2] * (ma[2] + c[2]));
   }
+  if (!singular_values) return st;
   // singular values of h: square roots of the eigenvalues of h h^T, whose
   // eigenvectors are the source-side singular directions
   double hh[3][3], w3[3], v3[3][3];
@@ -307,7 +369,7 @@ inline Step solve_point_to_point(Sums<point_sums> const& s, double const c[3]) {
     for (int w = 0; w < 3; ++w) hh[u][w] = h[u][0] * h[w][0] + h[u][1] * h[w][1] + h[u][2] * h[w][2];
   symmetric_eigen<3>(hh, w3, v3);
   for (int u = 0; u < 3; ++u) {
-    st.singular_values[u] = std::sqrt(w3[u] > 0 ? w3[u] : 0.0);
+    st.singular_values[u] = ::sqrt(w3[u] > 0 ? w3[u] : 0.0);
     st.weakest_axis[u] = v3[u][2];
   }
   return st;
@@ -316,7 +378,8 @@ inline Step solve_point_to_point(Sums<point_sums> const& s, double const c[3]) {
 /// The linearised point-to-plane increment from the 30 sums; the pseudo-
 /// inverse leaves directions with eigenvalue below ratio x the largest
 /// unmoved. singular_values: the three smallest eigenvalues, descending.
-inline Step solve_point_to_plane(Sums<plane_sums> const& s, double const c[3], double scale, double ratio) {
+KOKKOS_INLINE_FUNCTION Step solve_point_to_plane(Sums<plane_sums> const& s, double const c[3], double scale,
+                                                 double ratio) {
   Step st;
   double const n = s.v[0];
   st.count = std::int64_t(n);
@@ -339,7 +402,7 @@ inline Step solve_point_to_plane(Sums<plane_sums> const& s, double const c[3], d
   for (int u = 0; u < 3; ++u) st.singular_values[u] = w6[3 + u];
   st.largest_eigenvalue = w6[0];
   double const omega[3] = {x[0] / scale, x[1] / scale, x[2] / scale};
-  double const angle = std::sqrt(omega[0] * omega[0] + omega[1] * omega[1] + omega[2] * omega[2]);
+  double const angle = ::sqrt(omega[0] * omega[0] + omega[1] * omega[1] + omega[2] * omega[2]);
   RigidTransform r = RigidTransform::from_axis_angle(omega, angle);
   // x -> R (x - c) + c + tau
   for (int u = 0; u < 3; ++u) {
