@@ -339,7 +339,7 @@ TEST_CASE_TEMPLATE("bucket trees refuse bad input with a clear error", Exec, KDF
   // more than the memory has, or may use: refused before it starts
   bo.bucket_size = 8;
   bo.memory_limit = 1000;
-  CHECK_THROWS_WITH_AS(build_bucket_tree(exec, good, bo), doctest::Contains("bytes are free"), Error);
+  CHECK_THROWS_WITH_AS(build_bucket_tree(exec, good, bo), doctest::Contains("1000 bytes available"), OutOfMemoryError);
 }
 
 // Neighbours reported must be real: distinct indices, the distance the
