@@ -25,4 +25,5 @@
 #include <kdforge/radius.hpp>
 #include <kdforge/range_knn.hpp>
 #include <kdforge/rays.hpp>
+#include <kdforge/save_load.hpp>
 #include <kdforge/trees.hpp>
