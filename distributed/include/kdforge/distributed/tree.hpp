@@ -221,7 +221,7 @@ auto build_distributed(Exec const& exec, MPI_Comm comm, Points const& points, Id
                     "kdforge::build_distributed_tree: the ids must be in memory the execution space can read");
       KDFORGE_REQUIRE(std::int64_t(ids.extent(0)) == input_size, "build_distributed_tree", "ids has ",
                       ids.extent(0), " entries for ", input_size, " points; pass one id per point");
-      detail::check_point_count<Index>(std::size_t(input_size), "build_distributed_tree");
+      detail::check_point_count<Index, Exec>(std::size_t(input_size), "build_distributed_tree");
       PV pts = to_points(exec, points, "kdforge::distributed::points");
       std::int64_t const n = input_size;
       auto keys = backend::allocate<Kokkos::View<std::uint64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::id_keys"), n);
