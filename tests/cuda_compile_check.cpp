@@ -1,12 +1,14 @@
 // Compiled (not run) by the test command on machines without a GPU, beside
 // the benchmark driver: instantiates for Kokkos::Cuda what the driver does
 // not (median and bucket trees, 64-bit indices, double, approximate kNN,
-// brute force, the workspace overloads, SAH triangle trees and rays), so
+// brute force, the workspace overloads, SAH triangle trees and rays, the
+// in-place median builder, saving and loading every tree kind), so
 // CUDA code cannot rot where the full Cuda
 // suite is not built (tests/run-tests.sh, KDFORGE_CUDA=auto).
 #include <kdforge/kdforge.hpp>
 
 #include <cstdint>
+#include <sstream>
 
 namespace {
 template <class Exec, class T, int D, class Index>
@@ -40,6 +42,21 @@ void instantiate() {
   Kokkos::View<kdforge::Ray<T>*, MS> rays("rays", 0);
   kdforge::intersect_closest(exec, scene, rays);
   kdforge::intersect_any(exec, scene, rays);
+  auto in_place = kdforge::build_median_in_place<Index>(exec, p);
+  kdforge::knn(exec, in_place, q, 8);
+  auto photons = kdforge::build_vvh_tree<Index>(exec, p);
+  std::stringstream file(std::ios::in | std::ios::out | std::ios::binary);
+  kdforge::save(lb, file);
+  kdforge::save(in_place, file);
+  kdforge::save(bt, file);
+  kdforge::save(photons, file);
+  kdforge::save(scene, file);
+  file.seekg(0);
+  kdforge::load<decltype(lb)>(exec, file);
+  kdforge::load<decltype(in_place)>(exec, file);
+  kdforge::load<decltype(bt)>(exec, file);
+  kdforge::load<decltype(photons)>(exec, file);
+  kdforge::load<decltype(scene)>(exec, file);
 }
 } // namespace
 

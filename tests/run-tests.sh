@@ -95,6 +95,10 @@ if [ "$cuda" != off ] && command -v nvcc >/dev/null; then
     # trees, D = 2..4, float and double) and the instantiations it leaves
     # out (tests/cuda_compile_check.cpp); the full suite takes as long again
     cmake --build "$root/Cuda" --parallel "$jobs" --target kdforge-bench kdforge_cuda_check
+    # --- more than 2^32 points: the driver of the billions-of-points run
+    # (perf/huge/) compiles for Cuda too, each builder with 32- and 64-bit indices
+    cmake --build "$root/Cuda" --parallel "$jobs" --target kdforge-huge
+    # --- end
   fi
   if [ "$cuda" = run ]; then
     (cd "$root/Cuda" && ctest --output-on-failure) || failed=1

@@ -339,7 +339,7 @@ TEST_CASE_TEMPLATE("bucket trees refuse bad input with a clear error", Exec, KDF
   // more than the memory has, or may use: refused before it starts
   bo.bucket_size = 8;
   bo.memory_limit = 1000;
-  CHECK_THROWS_WITH_AS(build_bucket_tree(exec, good, bo), doctest::Contains("bytes are free"), Error);
+  CHECK_THROWS_WITH_AS(build_bucket_tree(exec, good, bo), doctest::Contains("1000 bytes available"), OutOfMemoryError);
 }
 
 // Neighbours reported must be real: distinct indices, the distance the
@@ -565,11 +565,15 @@ TEST_CASE_TEMPLATE("brute force by GEMM and by tiles return identical rows", Exe
     auto const qd = make_rows<double>(40, 20, Data::uniform, 32);
     same(to_view<Exec, Kokkos::LayoutRight>(pd, 90, 20), to_view<Exec, Kokkos::LayoutLeft>(qd, 40, 20), 100, {});
     same(to_view<Exec, Kokkos::LayoutRight>(pd, 0, 20), to_view<Exec, Kokkos::LayoutLeft>(qd, 40, 20), 3, {});
-    // coordinates whose products would overflow float: the tiled kernel answers
+    // squared norms beyond the GEMM's safe bound (float max / 64) while every
+    // coordinate is within the accepted range (+-1.15e18 in 16-D float):
+    // the tiled kernel answers
     auto big = make_rows<float>(200, 16, Data::uniform, 33);
-    for (std::size_t i = 0; i < 16; ++i) big[i] = 1e19f;
+    for (std::size_t i = 0; i < 16; ++i) big[i] = 1e18f;
     auto bq = make_rows<float>(30, 16, Data::uniform, 34);
-    for (std::size_t i = 16; i < 32; ++i) bq[i] = -1e19f;
+    for (std::size_t i = 16; i < 32; ++i) bq[i] = -1e18f;
+    REQUIRE(16.0 * 1e18 * 1e18 > detail::gemm_brute_safe_norm<float>());
+    REQUIRE(1e18 * 1e18 <= double(detail::max_sq_coordinate<float>(16)));
     same(to_view<Exec, Kokkos::LayoutRight>(big, 200, 16), to_view<Exec, Kokkos::LayoutRight>(bq, 30, 16), 3, {});
     same(to_view<Exec, Kokkos::LayoutRight>(bq, 30, 16), to_view<Exec, Kokkos::LayoutRight>(make_rows<float>(30, 16, Data::uniform, 35), 30, 16), 3, {});
     // bucket trees answering by brute force take the method too

@@ -19,6 +19,7 @@
 #include "trees.hpp"
 
 #include <kdforge/base/error.hpp>
+#include <kdforge/base/memory.hpp>
 #include <kdforge/base/version.hpp>
 
 #include <pybind11/numpy.h>
@@ -313,6 +314,8 @@ PYBIND11_MODULE(_kdforge, m) {
       if (p) std::rethrow_exception(p);
     } catch (py::builtin_exception const&) {
       throw; // pybind11's own (value_error, ...): its translator
+    } catch (kdforge::OutOfMemoryError const& e) {
+      PyErr_SetString(PyExc_MemoryError, message_of(e).c_str());
     } catch (kdforge::Error const& e) {
       PyErr_SetString(is_memory_message(e.what()) ? PyExc_MemoryError : PyExc_ValueError, message_of(e).c_str());
     } catch (std::invalid_argument const& e) {

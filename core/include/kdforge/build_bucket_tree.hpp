@@ -9,10 +9,12 @@
 //   Kokkos::View<float**, MemorySpace> points("p", n, 128);   // any layout
 //   auto tree = kdforge::build_bucket_tree(exec, points);       // buckets of <= 8 points
 //   auto nn = kdforge::knn(exec, tree, queries, 4);             // queries: M x 128
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/build_left_balanced.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/kernels/builders/bfs_buckets/build.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/trees/bucket_tree.hpp>
@@ -37,17 +39,10 @@ struct BucketOptions {
   std::size_t memory_limit = 0;
 };
 
-/// Builds a bucket k-d tree over `points`, a rank-2 View (N x D, any layout,
-/// float or double) that `exec` can read; D is read from the View. The
-/// caller's points are copied, never modified. Errors (kdforge::Error): D
-/// of 0, bucket_size < 1, NaN or infinite coordinates or ones whose squares
-/// overflow (beyond +-sqrt(max_sq_coordinate<T>(D)), base/types.hpp; the
-/// first offending point named), more points than Index holds, N x D beyond 2^31 - 1
-/// (the sorts' limit), and more memory than the execution space has free
-/// (the bytes needed and available named).
+namespace detail {
 template <class Index = std::int32_t, class Exec, class Points>
 BucketTree<typename Exec::memory_space, typename Points::non_const_value_type, Index>
-build_bucket_tree(Exec const& exec, Points const& points, BucketOptions const& options = {}) {
+build_bucket_tree_impl(Exec const& exec, Points const& points, BucketOptions const& options = {}) {
   static_assert(Kokkos::is_execution_space<Exec>::value,
                 "kdforge::build_bucket_tree: the first argument must be a Kokkos execution space instance");
   static_assert(Kokkos::is_view<Points>::value && Points::rank == 2,
@@ -64,16 +59,19 @@ build_bucket_tree(Exec const& exec, Points const& points, BucketOptions const& o
   KDFORGE_REQUIRE(dim <= std::numeric_limits<std::int32_t>::max() / 2, "build_bucket_tree", "D = ", dim, " is too large");
   KDFORGE_REQUIRE(options.bucket_size >= 1, "build_bucket_tree", "BucketOptions::bucket_size must be >= 1 (got ",
                   options.bucket_size, ")");
-  detail::check_point_count<Index>(std::size_t(n), "build_bucket_tree");
+  detail::check_point_count<Index, Exec>(std::size_t(n), "build_bucket_tree");
   KDFORGE_REQUIRE(n * dim < (std::int64_t(1) << 31), "build_bucket_tree", n, " points x ", dim,
                   " dimensions: the sorted lists hold N x D < 2^31 entries");
   std::int64_t const needed = kernels::bfs::peak_bytes<T, Index>(n, dim);
-  std::size_t available = backend::available_bytes(exec);
+  std::size_t available = backend::available_bytes(exec); // within kdforge::set_memory_limit
   if (options.memory_limit > 0 && options.memory_limit < available) available = options.memory_limit;
-  KDFORGE_REQUIRE(std::size_t(needed) <= available, "build_bucket_tree", "the build needs about ", needed,
-                  " bytes for ", n, " points in ", dim, " dimensions and ", available,
-                  " bytes are free (or allowed by BucketOptions::memory_limit); build over fewer points, or split "
-                  "the set into several trees");
+  if (std::size_t(needed) > available)
+    detail::throw_out_of_memory("build_bucket_tree",
+                                "the build over " + std::to_string(n) + " points in " + std::to_string(dim) +
+                                    " dimensions (its peak, estimated)",
+                                MS::name(), std::size_t(needed), available,
+                                "available: within BucketOptions::memory_limit too; build over fewer points, or split "
+                                "the set into several trees");
   // NaN, infinity and coordinates whose squares overflow: refused with the
   // first offending point
   if (n > 0) {
@@ -89,10 +87,29 @@ build_bucket_tree(Exec const& exec, Points const& points, BucketOptions const& o
                 std::is_same<typename Points::memory_space, MS>::value) {
     input = Right(points);
   } else {
-    input = Right(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::input"), n, dim);
+    input = backend::allocate<Right>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::input"), n, dim);
     Kokkos::deep_copy(exec, input, points);
   }
   return kernels::bfs::build<Index>(exec, input, options.bucket_size);
+}
+} // namespace detail
+
+/// Builds a bucket k-d tree over `points`, a rank-2 View (N x D, any layout,
+/// float or double) that `exec` can read; D is read from the View. The
+/// caller's points are copied, never modified. Errors (kdforge::Error): D
+/// of 0, bucket_size < 1, NaN or infinite coordinates or ones whose squares
+/// overflow (beyond +-sqrt(max_sq_coordinate<T>(D)), base/types.hpp; the
+/// first offending point named), more points than Index holds, N x D beyond 2^31 - 1
+/// (the sorts' limit); kdforge::OutOfMemoryError (the bytes needed and
+/// available named) when the build would need more memory than the
+/// execution space has free, refused before it starts, or when an
+/// allocation fails all the same.
+template <class Index = std::int32_t, class Exec, class Points>
+BucketTree<typename Exec::memory_space, typename Points::non_const_value_type, Index>
+build_bucket_tree(Exec const& exec, Points const& points, BucketOptions const& options = {}) {
+  return detail::api_call<typename Exec::memory_space>("build_bucket_tree", [&]() -> decltype(auto) {
+    return detail::build_bucket_tree_impl<Index>(exec, points, options);
+  });
 }
 
 } // namespace kdforge

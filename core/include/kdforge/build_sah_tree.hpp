@@ -11,6 +11,7 @@
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/types.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/kernels/builders/sah/build.hpp>
 #include <kdforge/kernels/trees/triangle_tree.hpp>
 
@@ -113,11 +114,14 @@ build_sah_tree(Exec const& exec, Vertices const& vertices, Triangles const& tria
                     " vertices");
   }
   try {
-    return kernels::sah::build<T>(exec, vertices, triangles, options);
-  } catch (std::bad_alloc const& e) { // Kokkos' allocation failures derive from it
-    detail::fail(where, "out of memory building the tree over ", nf, " triangles (", e.what(),
-                 "); many overlapping triangles are listed in many leaves: lower SahOptions::max_depth, or build "
-                 "over fewer triangles");
+    return detail::api_call<typename Exec::memory_space>(where, [&] {
+      return kernels::sah::build<T>(exec, vertices, triangles, options);
+    });
+  } catch (OutOfMemoryError const& e) {
+    throw OutOfMemoryError(std::string(e.what()) + " (building the tree over " + std::to_string(nf) +
+                               " triangles: many overlapping triangles are listed in many leaves; lower "
+                               "SahOptions::max_depth, or build over fewer triangles)",
+                           e.requested_bytes(), e.available_bytes());
   }
 }
 

@@ -9,8 +9,10 @@
 //
 // The tree answers knn / closest_point / radius_count / radius_search
 // (query.hpp) and knn_approximate (approximate.hpp) like the left-balanced one.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/build_left_balanced.hpp>
 #include <kdforge/base/error.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/kernels/builders/split_sort/build.hpp>
 #include <kdforge/kernels/common/points.hpp>
 #include <kdforge/kernels/trees/median_tree.hpp>
@@ -173,10 +175,13 @@ auto build_split_sort(Exec const& exec, Points const& points, SplitSortOptions c
                 "kdforge::build_split_sort: the first argument must be a Kokkos execution space instance");
   static_assert(detail::check_points_container<Points, Exec>());
   using A = AccessTraits<Points>;
-  detail::check_point_count<Index>(A::size(points), "build_split_sort");
+  detail::check_point_count<Index, Exec>(A::size(points), "build_split_sort");
   split_sort::Params const prm = detail::checked_params(exec, options, std::int64_t(A::size(points)));
-  return detail::build_split_sort_impl<Index, Exec, typename A::coordinate_type, A::dimension>(
-      exec, to_points(exec, points, "kdforge::tree::points_input"), prm, options.non_finite, options.node_boxes, options.stats);
+  return detail::api_call<typename Exec::memory_space>("build_split_sort", [&] {
+    return detail::build_split_sort_impl<Index, Exec, typename A::coordinate_type, A::dimension>(
+        exec, to_points(exec, points, "kdforge::tree::points_input"), prm, options.non_finite, options.node_boxes,
+        options.stats);
+  });
 }
 
 struct SplitSortTuneOptions {
@@ -202,7 +207,7 @@ std::vector<detail::TuningRow> tune_split_sort(Exec const& exec, SplitSortTuneOp
   std::uniform_real_distribution<float> u(0.f, 1.f);
   for (std::int64_t const n : options.sizes) {
     KDFORGE_REQUIRE(n >= 1, "tune_split_sort", "sizes must be >= 1 (got ", n, ")");
-    Kokkos::View<Point<float, 3>*, MS> pts("kdforge::tune::points", n);
+    auto pts = backend::allocate<Kokkos::View<Point<float, 3>*, MS>>("kdforge::tune::points", n);
     auto h = Kokkos::create_mirror_view(pts);
     for (std::int64_t i = 0; i < n; ++i) h(i) = Point<float, 3>{{u(rng), u(rng), u(rng)}};
     Kokkos::deep_copy(exec, pts, h);

@@ -7,10 +7,12 @@
 //
 //   auto tree = kdforge::build_vvh_tree(exec, photons);            // View<Point<float, 3>*>, View<float*[3]>, ...
 //   auto nn = kdforge::knn(exec, tree, gather_points, 50);         // gather_points: M x 3
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/access.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/build_left_balanced.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/kernels/builders/vvh/build.hpp>
 #include <kdforge/kernels/common/finite.hpp>
 #include <kdforge/kernels/common/points.hpp>
@@ -56,17 +58,19 @@ struct PointsToRows {
 };
 } // namespace detail
 
-/// Builds a VVH photon tree over `points`: any container of 3-D points the
-/// points adaptor reads (View<Point<T, 3>*>, View<T*[3]>, a View of your
-/// own struct with PointTraits, ...), or a rank-2 View N x 3 (any layout),
-/// in memory `exec` can read; T float or double. The caller's points are
-/// copied, never modified. The tree is the same on every backend. Errors
-/// (kdforge::Error): NaN or infinite coordinates, or ones whose squares
-/// overflow (base/types.hpp, max_sq_coordinate; the first offending point
-/// named), options out of range, more points than Index holds (3 N < 2^31
-/// with 32-bit indices: the three sorted lists are indexed by it).
+namespace detail {
+/// An N x D View with both extents at run time (not View<T*[3]>, which the
+/// points adaptor reads).
+template <class Points, class = void>
+struct is_rows_view : std::false_type {};
+template <class Points>
+struct is_rows_view<Points, std::enable_if_t<Kokkos::is_view<Points>::value>>
+    : std::integral_constant<bool, Points::rank == 2 && Points::rank_dynamic == 2> {};
+} // namespace detail
+
+namespace detail {
 template <class Index = std::int32_t, class Exec, class Points>
-auto build_vvh_tree(Exec const& exec, Points const& points, VvhOptions const& options = {}) {
+auto build_vvh_tree_impl(Exec const& exec, Points const& points, VvhOptions const& options = {}) {
   static_assert(Kokkos::is_execution_space<Exec>::value,
                 "kdforge::build_vvh_tree: the first argument must be a Kokkos execution space instance");
   using MS = typename Exec::memory_space;
@@ -84,7 +88,7 @@ auto build_vvh_tree(Exec const& exec, Points const& points, VvhOptions const& op
                   "VvhOptions::small_node_size must be in [1, 1024] (got ", options.small_node_size, ")");
   kernels::vvh::Params const params{options.traversal_cost, options.point_cost, options.empty_space_ratio,
                                     options.query_radius, std::int64_t(options.small_node_size)};
-  if constexpr (Kokkos::is_view<Points>::value && Points::rank == 2 && Points::rank_dynamic == 2) {
+  if constexpr (detail::is_rows_view<Points>::value) {
     // N x 3, its dimension a run-time value
     using T = typename Points::non_const_value_type;
     static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value,
@@ -94,12 +98,15 @@ auto build_vvh_tree(Exec const& exec, Points const& points, VvhOptions const& op
     std::int64_t const n = std::int64_t(points.extent(0));
     KDFORGE_REQUIRE(points.extent(1) == 3 || n == 0, where, "VVH trees hold 3-D points; these have ", points.extent(1),
                     " coordinates (use build_bucket_tree for other dimensions)");
-    detail::check_point_count<Index>(std::size_t(n), where);
+    detail::check_point_count<Index, Exec>(std::size_t(n), where);
     KDFORGE_REQUIRE(3 * n < std::int64_t(std::numeric_limits<Index>::max()), where, n,
                     " points: the three sorted lists need 3 N below the index type's limit; build with "
                     "kdforge::build_vvh_tree<std::int64_t>(...)");
+    KDFORGE_REQUIRE(std::size_t(3 * n) <= backend::max_segmented_sort_items<Exec>(), where, n, " points: ",
+                    Exec::name(), "'s segmented sort takes at most ", backend::max_segmented_sort_items<Exec>(),
+                    " elements, the three sorted lists 3 N");
     using Right = Kokkos::View<T**, Kokkos::LayoutRight, MS>;
-    Right input(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::input"), n, 3);
+    auto input = backend::allocate<Right>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::input"), n, 3);
     if (n > 0) {
       std::int64_t bad = std::numeric_limits<std::int64_t>::max();
       Kokkos::parallel_reduce("kdforge::build_vvh_tree::check_finite", Kokkos::RangePolicy<Exec>(exec, 0, n),
@@ -115,21 +122,41 @@ auto build_vvh_tree(Exec const& exec, Points const& points, VvhOptions const& op
     static_assert(A::dimension == 3, "kdforge::build_vvh_tree: VVH trees hold 3-D points (use build_bucket_tree for other dimensions)");
     using T = typename A::coordinate_type;
     std::int64_t const n = std::int64_t(A::size(points));
-    detail::check_point_count<Index>(std::size_t(n), where);
+    detail::check_point_count<Index, Exec>(std::size_t(n), where);
     KDFORGE_REQUIRE(3 * n < std::int64_t(std::numeric_limits<Index>::max()), where, n,
                     " points: the three sorted lists need 3 N below the index type's limit; build with "
                     "kdforge::build_vvh_tree<std::int64_t>(...)");
+    KDFORGE_REQUIRE(std::size_t(3 * n) <= backend::max_segmented_sort_items<Exec>(), where, n, " points: ",
+                    Exec::name(), "'s segmented sort takes at most ", backend::max_segmented_sort_items<Exec>(),
+                    " elements, the three sorted lists 3 N");
     auto pts = to_points(exec, points, "kdforge::vvh_tree::points_input");
     std::int64_t const bad = detail::first_unusable(exec, pts);
     if (bad != std::numeric_limits<std::int64_t>::max())
       detail::refuse_point(exec, pts, bad, where, "remove it or replace it by a finite one");
-    Kokkos::View<T**, Kokkos::LayoutRight, MS> input(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::input"),
+    auto input = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::input"),
                                                      n, 3);
     if (n > 0)
       Kokkos::parallel_for("kdforge::build_vvh_tree::rows", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            detail::PointsToRows<decltype(pts), decltype(input)>{pts, input});
     return kernels::vvh::build<Index>(exec, input, params, options.expected_k);
   }
+}
+} // namespace detail
+
+/// Builds a VVH photon tree over `points`: any container of 3-D points the
+/// points adaptor reads (View<Point<T, 3>*>, View<T*[3]>, a View of your
+/// own struct with PointTraits, ...), or a rank-2 View N x 3 (any layout),
+/// in memory `exec` can read; T float or double. The caller's points are
+/// copied, never modified. The tree is the same on every backend. Errors
+/// (kdforge::Error): NaN or infinite coordinates, or ones whose squares
+/// overflow (base/types.hpp, max_sq_coordinate; the first offending point
+/// named), options out of range, more points than Index holds (3 N < 2^31
+/// with 32-bit indices: the three sorted lists are indexed by it).
+template <class Index = std::int32_t, class Exec, class Points>
+auto build_vvh_tree(Exec const& exec, Points const& points, VvhOptions const& options = {}) {
+  return detail::api_call<typename Exec::memory_space>("build_vvh_tree", [&]() -> decltype(auto) {
+    return detail::build_vvh_tree_impl<Index>(exec, points, options);
+  });
 }
 
 } // namespace kdforge

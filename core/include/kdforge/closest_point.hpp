@@ -1,9 +1,11 @@
 #pragma once
 // closest_point: the nearest point of each query, optionally within a
 // cutoff radius (knn's k = 1 case, written into two 1-D Views).
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/workspace.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/knn.hpp>
@@ -14,11 +16,9 @@
 
 namespace kdforge {
 
-/// The closest point of each query, or (-1, +inf) when the tree is empty or
-/// nothing lies within options.cutoff_radius, written into `out` (kept when
-/// its Views have extent M, replaced otherwise). `workspace`: as for knn.
+namespace detail {
 template <class Exec, class Tree, class Queries>
-void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, ClosestResultFor<Exec, Tree>& out,
+void closest_point_impl(Exec const& exec, Tree const& tree, Queries const& queries, ClosestResultFor<Exec, Tree>& out,
                    QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("closest_point");
@@ -31,9 +31,9 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
     using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
     detail::check_self_queries(tree, queries, options.exclude_self, "closest_point");
     if (detail::use_brute_force(exec, tree, queries, 1, options)) {
-      KnnResultFor<Exec, Tree> rows{Kokkos::View<typename Tree::index_type**, Kokkos::LayoutRight, typename Exec::memory_space>(
+      KnnResultFor<Exec, Tree> rows{backend::allocate<decltype(KnnResultFor<Exec, Tree>::indices)>(
                                         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::closest::rows"), m, 1),
-                                    Kokkos::View<typename Tree::coordinate_type**, Kokkos::LayoutRight, typename Exec::memory_space>(
+                                    backend::allocate<decltype(KnnResultFor<Exec, Tree>::sq_distances)>(
                                         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::closest::rows"), m, 1)};
       detail::run_bucket_brute_knn(exec, tree, queries, 1, rows, sq_cutoff, options.exclude_self,
                                    options.brute_force_method, "closest_point");
@@ -58,6 +58,20 @@ void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, C
                       options.check_queries, "closest_point");
     });
   }
+}
+} // namespace detail
+
+/// The closest point of each query, or (-1, +inf) when the tree is empty or
+/// nothing lies within options.cutoff_radius, written into `out` (kept when
+/// its Views have extent M, replaced otherwise). `workspace`: as for knn.
+template <class Exec, class Tree, class Queries>
+void closest_point(Exec const& exec, Tree const& tree, Queries const& queries, ClosestResultFor<Exec, Tree>& out,
+                   QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
+  return detail::api_call<typename Exec::memory_space>("closest_point", [&] {
+    auto res = out; // filled, then assigned to out once every allocation has succeeded
+    detail::closest_point_impl(exec, tree, queries, res, options, workspace);
+    out = res;
+  });
 }
 
 /// As above, with scratch memory allocated for this call.

@@ -24,6 +24,7 @@
 // reference for the device loop.
 // Point to plane uses the target's normals: given, or estimated for the
 // call by PCA of options.normal_neighbors nearest neighbours (estimate_normals).
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/registration.hpp>
@@ -31,6 +32,7 @@
 #include <kdforge/base/types.hpp>
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/closest_point.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/common/finite.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
@@ -62,21 +64,30 @@ void check_icp_tree(char const* where) {
 }
 } // namespace detail
 
-/// Unit normals of `points` (the points `tree` was built from) by PCA of
-/// each point's k nearest neighbours (itself included), in a new View;
-/// (0, 0, 0) where fewer than 3 neighbours were found or they lie on a line.
+namespace detail {
 template <class Exec, class Tree, class Points>
-auto estimate_normals(Exec const& exec, Tree const& tree, Points const& points, int k = 10) {
+auto estimate_normals_impl(Exec const& exec, Tree const& tree, Points const& points, int k = 10) {
   detail::check_icp_tree<Exec, Tree>("estimate_normals");
   using T = typename Tree::coordinate_type;
   KDFORGE_REQUIRE(k >= 3, "estimate_normals", "k must be >= 3 to fit a plane (got ", k, ")");
   auto p = detail::query_points<Exec, Tree>(exec, points);
-  Kokkos::View<Point<T, 3>*, typename Exec::memory_space> normals(
+  auto normals = backend::allocate<Kokkos::View<Point<T, 3>*, typename Exec::memory_space>>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::normals"), p.extent(0));
   if (p.extent(0) == 0) return normals;
   auto nn = knn(exec, tree, p, k);
   kernels::registration::pca_normals<Exec, T>(exec, p, nn.indices, normals);
   return normals;
+}
+} // namespace detail
+
+/// Unit normals of `points` (the points `tree` was built from) by PCA of
+/// each point's k nearest neighbours (itself included), in a new View;
+/// (0, 0, 0) where fewer than 3 neighbours were found or they lie on a line.
+template <class Exec, class Tree, class Points>
+auto estimate_normals(Exec const& exec, Tree const& tree, Points const& points, int k = 10) {
+  return detail::api_call<typename Exec::memory_space>("estimate_normals", [&]() -> decltype(auto) {
+    return detail::estimate_normals_impl(exec, tree, points, k);
+  });
 }
 
 namespace detail {
@@ -194,7 +205,7 @@ IcpResult icp_reference_impl(Exec const& exec, Tree const& tree, TargetPoints co
   // The reference point c (the initially moved source's centroid) and the
   // cloud's RMS radius about it: sums about c keep their precision, and
   // the radius scales point-to-plane rotations to lengths.
-  Kokkos::View<Point<T, 3>*, MS> moved(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::icp::moved"),
+  auto moved = backend::allocate<Kokkos::View<Point<T, 3>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::icp::moved"),
                                        n_source);
   reg::transform_points<Exec, T>(exec, source, moved, initial);
   double c[3] = {0, 0, 0};
@@ -484,8 +495,10 @@ template <class Exec, class Tree, class TargetPoints, class SourcePoints>
 IcpResult icp(Exec const& exec, Tree const& target_tree, TargetPoints const& target, SourcePoints const& source,
               RigidTransform const& initial, IcpOptions const& options,
               IcpWorkspace<typename Exec::memory_space>& workspace) {
-  return detail::icp_impl<Exec, Tree, TargetPoints, SourcePoints, TargetPoints>(exec, target_tree, target, source,
-                                                                               initial, options, nullptr, workspace);
+  return detail::api_call<typename Exec::memory_space>("icp", [&] {
+    return detail::icp_impl<Exec, Tree, TargetPoints, SourcePoints, TargetPoints>(exec, target_tree, target, source,
+                                                                                 initial, options, nullptr, workspace);
+  });
 }
 
 /// As above, with scratch memory allocated for this call.
@@ -503,7 +516,9 @@ template <class Exec, class Tree, class TargetPoints, class SourcePoints, class 
 IcpResult icp(Exec const& exec, Tree const& target_tree, TargetPoints const& target, SourcePoints const& source,
               RigidTransform const& initial, IcpOptions const& options, Normals const& target_normals,
               IcpWorkspace<typename Exec::memory_space>& workspace) {
-  return detail::icp_impl(exec, target_tree, target, source, initial, options, &target_normals, workspace);
+  return detail::api_call<typename Exec::memory_space>("icp", [&] {
+    return detail::icp_impl(exec, target_tree, target, source, initial, options, &target_normals, workspace);
+  });
 }
 
 /// As above, with scratch memory allocated for this call.
@@ -512,7 +527,7 @@ template <class Exec, class Tree, class TargetPoints, class SourcePoints, class 
 IcpResult icp(Exec const& exec, Tree const& target_tree, TargetPoints const& target, SourcePoints const& source,
               RigidTransform const& initial, IcpOptions const& options, Normals const& target_normals) {
   IcpWorkspace<typename Exec::memory_space> workspace;
-  return detail::icp_impl(exec, target_tree, target, source, initial, options, &target_normals, workspace);
+  return icp(exec, target_tree, target, source, initial, options, target_normals, workspace);
 }
 
 } // namespace kdforge

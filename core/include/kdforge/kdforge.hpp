@@ -3,6 +3,7 @@
 // base on Kokkos. Include this header for the whole public API.
 #include <kdforge/base/access.hpp>
 #include <kdforge/base/error.hpp>
+#include <kdforge/base/memory.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/registration.hpp>
@@ -12,6 +13,7 @@
 #include <kdforge/base/workspace.hpp>
 #include <kdforge/build_bucket_tree.hpp>
 #include <kdforge/build_left_balanced.hpp>
+#include <kdforge/build_median_in_place.hpp>
 #include <kdforge/build_sah_tree.hpp>
 #include <kdforge/build_split_sort.hpp>
 #include <kdforge/build_vvh_tree.hpp>
@@ -23,4 +25,5 @@
 #include <kdforge/radius.hpp>
 #include <kdforge/range_knn.hpp>
 #include <kdforge/rays.hpp>
+#include <kdforge/save_load.hpp>
 #include <kdforge/trees.hpp>

@@ -5,6 +5,7 @@
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/workspace.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/knn.hpp>
@@ -15,18 +16,9 @@
 
 namespace kdforge {
 
-/// The k nearest neighbours of each query (k >= 1), sorted by (squared
-/// distance, index), written into `out`. Slots beyond the number of points,
-/// or beyond options.cutoff_radius, are (-1, +inf). out's Views are kept
-/// when they already are M x k and replaced otherwise; with the same
-/// `workspace` too, a loop of same-sized queries allocates nothing.
-/// Asynchronous: fence `exec` before reading the results on the host. On a
-/// BucketTree the queries are an M x D View (see build_bucket_tree.hpp),
-/// answered by a walk or by brute force (QueryOptions::strategy), and
-/// self-queries may leave each point out of its own row
-/// (QueryOptions::exclude_self).
+namespace detail {
 template <class Exec, class Tree, class Queries>
-void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
+void knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
          QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("knn");
@@ -57,6 +49,27 @@ void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnR
                       options.check_queries, "knn");
     });
   }
+}
+} // namespace detail
+
+/// The k nearest neighbours of each query (k >= 1), sorted by (squared
+/// distance, index), written into `out`. Slots beyond the number of points,
+/// or beyond options.cutoff_radius, are (-1, +inf). out's Views are kept
+/// when they already are M x k and replaced otherwise; with the same
+/// `workspace` too, a loop of same-sized queries allocates nothing.
+/// Asynchronous: fence `exec` before reading the results on the host. On a
+/// BucketTree the queries are an M x D View (see build_bucket_tree.hpp),
+/// answered by a walk or by brute force (QueryOptions::strategy), and
+/// self-queries may leave each point out of its own row
+/// (QueryOptions::exclude_self).
+template <class Exec, class Tree, class Queries>
+void knn(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
+         QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
+  return detail::api_call<typename Exec::memory_space>("knn", [&] {
+    auto res = out; // filled, then assigned to out once every allocation has succeeded
+    detail::knn_impl(exec, tree, queries, k, res, options, workspace);
+    out = res;
+  });
 }
 
 /// As above, with scratch memory allocated for this call.

@@ -22,10 +22,12 @@
 // nearest box first, (1 + eps) bounds, the same bounded queue). Results have
 // the shape of knn(): rows of k (index, squared distance), ascending, ties by
 // index, missing slots (-1, +inf). The walk: kernels/query/walks/priority.hpp.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/workspace.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/approximate.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
@@ -45,8 +47,8 @@ Result knn_approximate_level_order(Exec const& exec, Tree const& tree, Queries c
   using MS = typename Exec::memory_space;
   auto q = detail::query_points<Exec, Tree>(exec, queries);
   std::int64_t const m = std::int64_t(q.extent(0));
-  Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
-             decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
+  Result res{backend::allocate<decltype(Result::indices)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
+             backend::allocate<decltype(Result::sq_distances)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
   QueryWorkspace<MS> workspace; // the processing order, kept until the kernels are queued
   auto order = detail::prepare_queries(exec, tree, q, options.order, workspace, options.check_queries);
   bool const local = options.queue_capacity <= 32;
@@ -65,10 +67,9 @@ Result knn_approximate_level_order(Exec const& exec, Tree const& tree, Queries c
 }
 } // namespace detail
 
-/// Approximate k nearest neighbours of each query (see the top of this
-/// file): M x k rows like knn's, in newly allocated Views.
+namespace detail {
 template <class Exec, class Tree, class Queries>
-auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries, int k,
+auto knn_approximate_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k,
                      ApproximateOptions const& options = {}) {
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
@@ -88,8 +89,8 @@ auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries,
     detail::check_bucket_queries(exec, tree, queries, "knn_approximate");
     detail::check_self_queries(tree, queries, options.exclude_self, "knn_approximate");
     std::int64_t const m = std::int64_t(queries.extent(0));
-    Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
-               decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
+    Result res{backend::allocate<decltype(Result::indices)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
+               backend::allocate<decltype(Result::sq_distances)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
     detail::run_bucket_approx_knn(exec, tree, queries, res, k, sq_cutoff, options.queue_capacity, options.max_leaves,
                                   options.eps, options.exclude_self);
     return res;
@@ -98,6 +99,17 @@ auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries,
                     "exclude_self is offered on bucket trees (build_bucket_tree) only");
     return detail::knn_approximate_level_order<Result>(exec, tree, queries, k, sq_cutoff, options);
   }
+}
+} // namespace detail
+
+/// Approximate k nearest neighbours of each query (see the top of this
+/// file): M x k rows like knn's, in newly allocated Views.
+template <class Exec, class Tree, class Queries>
+auto knn_approximate(Exec const& exec, Tree const& tree, Queries const& queries, int k,
+                     ApproximateOptions const& options = {}) {
+  return detail::api_call<typename Exec::memory_space>("knn_approximate", [&]() -> decltype(auto) {
+    return detail::knn_approximate_impl(exec, tree, queries, k, options);
+  });
 }
 
 } // namespace kdforge

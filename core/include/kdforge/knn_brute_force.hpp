@@ -8,9 +8,11 @@
 // it by itself where the tree would not prune (QueryOptions::strategy).
 //
 //   auto nn = kdforge::knn_brute_force(exec, points, queries, 4);   // nn.indices: M x 4
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/results.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/brute_force.hpp>
 #include <kdforge/kernels/query/brute_force_gemm.hpp>
@@ -34,16 +36,10 @@ struct BruteForceOptions {
   BruteForceMethod method = BruteForceMethod::automatic;
 };
 
-/// The k nearest of `points` (N x D, any layout, float or double) to each
-/// row of `queries` (M x D, the same coordinate type), sorted by (squared
-/// distance, index); slots beyond N, or beyond the cutoff, are (-1, +inf).
-/// Both Views must be readable by `exec`. Errors (kdforge::Error): k < 1,
-/// different dimensions, NaN or infinite coordinates or ones whose squares
-/// overflow (base/types.hpp, max_sq_coordinate; the first named), more
-/// points than Index holds. Asynchronous like knn().
+namespace detail {
 template <class Index = std::int32_t, class Exec, class Points, class Queries>
 KnnResult<typename Exec::memory_space, typename Points::non_const_value_type, Index>
-knn_brute_force(Exec const& exec, Points const& points, Queries const& queries, int k,
+knn_brute_force_impl(Exec const& exec, Points const& points, Queries const& queries, int k,
                 BruteForceOptions const& options = {}) {
   static_assert(Kokkos::is_execution_space<Exec>::value,
                 "kdforge::knn_brute_force: the first argument must be a Kokkos execution space instance");
@@ -86,12 +82,29 @@ knn_brute_force(Exec const& exec, Points const& points, Queries const& queries, 
   std::int64_t const bad_query = first_bad(queries);
   if (bad_query != std::numeric_limits<std::int64_t>::max())
     detail::refuse_row(exec, queries, bad_query, "query", "knn_brute_force", "a query must be a finite point");
-  Result res{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
-             decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
+  Result res{backend::allocate<decltype(Result::indices)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::indices"), m, k),
+             backend::allocate<decltype(Result::sq_distances)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::sq_distances"), m, k)};
   detail::Region region("kdforge::knn_brute_force");
   detail::run_brute_knn_by(exec, points, Kokkos::View<Index*, MS>(), queries, k, res, sq_cutoff, options.exclude_self,
                            options.method, "knn_brute_force");
   return res;
+}
+} // namespace detail
+
+/// The k nearest of `points` (N x D, any layout, float or double) to each
+/// row of `queries` (M x D, the same coordinate type), sorted by (squared
+/// distance, index); slots beyond N, or beyond the cutoff, are (-1, +inf).
+/// Both Views must be readable by `exec`. Errors (kdforge::Error): k < 1,
+/// different dimensions, NaN or infinite coordinates or ones whose squares
+/// overflow (base/types.hpp, max_sq_coordinate; the first named), more
+/// points than Index holds. Asynchronous like knn().
+template <class Index = std::int32_t, class Exec, class Points, class Queries>
+KnnResult<typename Exec::memory_space, typename Points::non_const_value_type, Index>
+knn_brute_force(Exec const& exec, Points const& points, Queries const& queries, int k,
+                BruteForceOptions const& options = {}) {
+  return detail::api_call<typename Exec::memory_space>("knn_brute_force", [&]() -> decltype(auto) {
+    return detail::knn_brute_force_impl<Index>(exec, points, queries, k, options);
+  });
 }
 
 } // namespace kdforge

@@ -2,9 +2,11 @@
 // radius_count and radius_search: the points within a radius of each query,
 // counted or listed in CSR form. Radii are given unsquared, distances come
 // back squared.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/results.hpp>
 #include <kdforge/base/workspace.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/radius.hpp>
@@ -52,7 +54,7 @@ SqRadiiFor<Tree> checked_sq_radii(Exec const& exec, Radii const& radii, std::int
   using T = typename Tree::coordinate_type;
   KDFORGE_REQUIRE(std::int64_t(radii.extent(0)) == m, where, "radii has ", radii.extent(0),
                   " entries for ", m, " queries; pass one radius per query");
-  Kokkos::View<T*, typename Exec::memory_space> sq(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::sq_radii"), m);
+  auto sq = backend::allocate<Kokkos::View<T*, typename Exec::memory_space>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::sq_radii"), m);
   if (m > 0) {
     std::int64_t bad = std::numeric_limits<std::int64_t>::max();
     Kokkos::parallel_reduce("kdforge::radius::check_radii", Kokkos::RangePolicy<Exec>(exec, 0, m),
@@ -109,7 +111,11 @@ void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, do
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("radius_count");
   T const sq_r = detail::checked_sq_radius<T>(radius, "radius_count", "radius");
-  detail::radius_count_impl(exec, tree, queries, detail::SqRadiiFor<Tree>{sq_r, {}}, counts, options, workspace);
+  detail::api_call<typename Exec::memory_space>("radius_count", [&] {
+    auto res = counts; // filled, then assigned to counts once every allocation has succeeded
+    detail::radius_count_impl(exec, tree, queries, detail::SqRadiiFor<Tree>{sq_r, {}}, res, options, workspace);
+    counts = res;
+  });
 }
 
 /// As above with one radius per query: `radii`, a rank-1 View of float or
@@ -121,8 +127,12 @@ void radius_count(Exec const& exec, Tree const& tree, Queries const& queries, Ra
                   Kokkos::View<std::int64_t*, typename Exec::memory_space>& counts, RadiusOptions const& options,
                   QueryWorkspace<typename Exec::memory_space>& workspace) {
   detail::check_tree_space<Exec, Tree>("radius_count");
-  auto const sq = detail::checked_sq_radii<Exec, Tree>(exec, radii, detail::query_count(queries), "radius_count");
-  detail::radius_count_impl(exec, tree, queries, sq, counts, options, workspace);
+  detail::api_call<typename Exec::memory_space>("radius_count", [&] {
+    auto const sq = detail::checked_sq_radii<Exec, Tree>(exec, radii, detail::query_count(queries), "radius_count");
+    auto res = counts; // filled, then assigned to counts once every allocation has succeeded
+    detail::radius_count_impl(exec, tree, queries, sq, res, options, workspace);
+    counts = res;
+  });
 }
 
 template <class Exec, class Tree, class Queries, class Radii, std::enable_if_t<Kokkos::is_view<Radii>::value, int> = 0>
@@ -184,9 +194,14 @@ void radius_search_impl(Exec const& exec, Tree const& tree, Queries const& queri
 /// into `out`: offsets is kept when it has extent M + 1, and indices and
 /// sq_distances are the first offsets(M) entries of out's row storage, kept
 /// while it holds enough (see RadiusResult). Returns with the results complete (the neighbour count
-/// is read back on the way). `workspace`: as for knn. Running out of memory
-/// for the rows throws kdforge::Error (`out` is then left with unspecified,
-/// valid contents).
+/// is read back on the way). `workspace`: as for knn. The counts are
+/// taken first and every allocation of the call is made before anything is
+/// written into `out`: running out of memory (rows larger than memory,
+/// however many: offsets and totals are 64-bit) throws
+/// kdforge::OutOfMemoryError with the bytes the rows need and leaves `out`
+/// as it was. Rows that must grow are allocated before the old ones are
+/// released, so the old and the new rows are held together for a moment
+/// (pass an empty result to hold only the new ones).
 template <class Exec, class Tree, class Queries>
 void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, double radius,
                    RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options,
@@ -194,7 +209,9 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, d
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("radius_search");
   T const sq_r = detail::checked_sq_radius<T>(radius, "radius_search", "radius");
-  detail::radius_search_impl(exec, tree, queries, detail::SqRadiiFor<Tree>{sq_r, {}}, out, options, workspace);
+  detail::api_call<typename Exec::memory_space>("radius_search", [&] {
+    detail::radius_search_impl(exec, tree, queries, detail::SqRadiiFor<Tree>{sq_r, {}}, out, options, workspace);
+  });
 }
 
 /// As above with one radius per query (`radii`, as for radius_count): row i
@@ -204,8 +221,10 @@ void radius_search(Exec const& exec, Tree const& tree, Queries const& queries, R
                    RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options,
                    QueryWorkspace<typename Exec::memory_space>& workspace) {
   detail::check_tree_space<Exec, Tree>("radius_search");
-  auto const sq = detail::checked_sq_radii<Exec, Tree>(exec, radii, detail::query_count(queries), "radius_search");
-  detail::radius_search_impl(exec, tree, queries, sq, out, options, workspace);
+  detail::api_call<typename Exec::memory_space>("radius_search", [&] {
+    auto const sq = detail::checked_sq_radii<Exec, Tree>(exec, radii, detail::query_count(queries), "radius_search");
+    detail::radius_search_impl(exec, tree, queries, sq, out, options, workspace);
+  });
 }
 
 template <class Exec, class Tree, class Queries, class Radii, std::enable_if_t<Kokkos::is_view<Radii>::value, int> = 0>

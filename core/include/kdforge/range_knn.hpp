@@ -8,10 +8,12 @@
 //   auto tree = kdforge::build_vvh_tree(exec, photons);
 //   auto g = kdforge::range_knn_rows(exec, tree, gather_points, 50);  // CSR: every photon within r_k (>= 50)
 //   auto nn = kdforge::range_knn(exec, tree, gather_points, 50);      // M x 50: exactly the 50 nearest, sorted
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/results.hpp>
 #include <kdforge/build_vvh_tree.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/radius.hpp>
@@ -103,7 +105,7 @@ range_knn_radii(Exec const& exec, Tree const& tree, Queries const& queries, int 
                   o.estimate_levels, ")");
   check_bucket_queries(exec, tree, queries, where);
   std::int64_t const m = std::int64_t(queries.extent(0));
-  Kokkos::View<T*, MS> radii("kdforge::range_knn::radii", m);
+  auto radii = backend::allocate<Kokkos::View<T*, MS>>("kdforge::range_knn::radii", m);
   if (m == 0 || tree.size() == 0) return radii;
   Region region("kdforge::range_knn::radii");
   Kokkos::View<T*, MS> none;
@@ -114,36 +116,58 @@ range_knn_radii(Exec const& exec, Tree const& tree, Queries const& queries, int 
   // Appendix A, PRECOMPUTERADIUS: kNN radii at the centres of the chosen nodes
   T const big_r = T(tree.query_radius());
   std::int64_t const nodes = std::int64_t(tree.node_count());
-  Kokkos::View<std::int64_t*, MS> parent(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::parents"), nodes);
+  auto parent = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::parents"), nodes);
   Kokkos::parallel_for("kdforge::range_knn::parents", Kokkos::RangePolicy<Exec>(exec, 0, nodes),
                        Parents<Tree, decltype(parent)>{tree, parent});
-  Kokkos::View<std::int64_t*, MS> flags("kdforge::range_knn::flags", nodes), scan("kdforge::range_knn::scan", nodes);
+  auto flags = backend::allocate<Kokkos::View<std::int64_t*, MS>>("kdforge::range_knn::flags", nodes);
+  auto scan = backend::allocate<Kokkos::View<std::int64_t*, MS>>("kdforge::range_knn::scan", nodes);
   Kokkos::parallel_for("kdforge::range_knn::select", Kokkos::RangePolicy<Exec>(exec, 0, nodes),
                        SelectNodes<Tree, decltype(parent), decltype(flags)>{tree, parent, flags,
                                                                             o.alpha * tree.query_radius(),
                                                                             o.estimate_levels});
   std::int64_t const chosen = backend::exclusive_scan(exec, flags, scan);
-  Kokkos::View<T*, MS> node_r(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::node_radii"), nodes);
+  auto node_r = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::node_radii"), nodes);
   Kokkos::deep_copy(exec, node_r, infinity<T>());
   if (chosen > 0) {
-    Kokkos::View<T**, Kokkos::LayoutRight, MS> centres(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::centres"),
+    auto centres = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::centres"),
                                                        chosen, 3);
-    Kokkos::View<std::int64_t*, MS> ids(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::ids"), chosen);
+    auto ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::ids"), chosen);
     Kokkos::parallel_for("kdforge::range_knn::centres", Kokkos::RangePolicy<Exec>(exec, 0, nodes),
                          GatherCentres<Tree, decltype(flags), decltype(centres), decltype(ids)>{tree, flags, scan, centres, ids});
-    Kokkos::View<T*, MS> cr(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::centre_radii"), chosen);
+    auto cr = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::centre_radii"), chosen);
     run_histogram_search(exec, tree, centres, none, big_r, cr, k, o.histogram_bins, o.iterations);
     Kokkos::parallel_for("kdforge::range_knn::node_radii", Kokkos::RangePolicy<Exec>(exec, 0, chosen),
                          ScatterNodeRadii<decltype(ids), decltype(cr), decltype(node_r)>{ids, cr, node_r});
   }
   // ESTIMATERADIUS per query, then Algorithm 6 from it
-  Kokkos::View<T*, MS> r0(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::r0"), m);
+  auto r0 = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::r0"), m);
   Kokkos::parallel_for("kdforge::range_knn::estimate", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        EstimateRadius<Tree, Queries, decltype(node_r), decltype(r0)>{tree, queries, node_r, big_r, r0});
   run_histogram_search(exec, tree, queries, r0, T(0), radii, k, o.histogram_bins, o.iterations);
   return radii;
 }
 
+} // namespace detail
+
+namespace detail {
+template <class Exec, class Tree, class Queries>
+RangeKnnResult<typename Exec::memory_space, typename Tree::coordinate_type, typename Tree::index_type>
+range_knn_rows_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k, RangeKnnOptions const& options = {}) {
+  using T = typename Tree::coordinate_type;
+  using MS = typename Exec::memory_space;
+  RangeKnnResult<MS, T, typename Tree::index_type> out;
+  out.radii = detail::range_knn_radii(exec, tree, queries, k, options, "range_knn_rows");
+  std::int64_t const m = std::int64_t(queries.extent(0));
+  auto sq = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::sq_radii"), m);
+  if (m > 0)
+    Kokkos::parallel_for("kdforge::range_knn::square", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         detail::SquareRadiiRn<decltype(out.radii), decltype(sq)>{out.radii, sq});
+  RadiusOptions ro;
+  ro.sort = true;
+  detail::run_bucket_radius_search(exec, tree, queries, detail::SqRadiiFor<Tree>{T(0), sq}, out.rows, ro);
+  exec.fence();
+  return out;
+}
 } // namespace detail
 
 /// kNN by iterative range search (Algorithm 6) on a VVH tree: r_k of each
@@ -155,27 +179,14 @@ range_knn_radii(Exec const& exec, Tree const& tree, Queries const& queries, int 
 template <class Exec, class Tree, class Queries>
 RangeKnnResult<typename Exec::memory_space, typename Tree::coordinate_type, typename Tree::index_type>
 range_knn_rows(Exec const& exec, Tree const& tree, Queries const& queries, int k, RangeKnnOptions const& options = {}) {
-  using T = typename Tree::coordinate_type;
-  using MS = typename Exec::memory_space;
-  RangeKnnResult<MS, T, typename Tree::index_type> out;
-  out.radii = detail::range_knn_radii(exec, tree, queries, k, options, "range_knn_rows");
-  std::int64_t const m = std::int64_t(queries.extent(0));
-  Kokkos::View<T*, MS> sq(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::sq_radii"), m);
-  if (m > 0)
-    Kokkos::parallel_for("kdforge::range_knn::square", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         detail::SquareRadiiRn<decltype(out.radii), decltype(sq)>{out.radii, sq});
-  RadiusOptions ro;
-  ro.sort = true;
-  detail::run_bucket_radius_search(exec, tree, queries, detail::SqRadiiFor<Tree>{T(0), sq}, out.rows, ro);
-  exec.fence();
-  return out;
+  return detail::api_call<typename Exec::memory_space>("range_knn_rows", [&]() -> decltype(auto) {
+    return detail::range_knn_rows_impl(exec, tree, queries, k, options);
+  });
 }
 
-/// Exactly the k nearest points of each query, sorted (ties by index), as
-/// knn returns them (M x k; (-1, +inf) where the tree has fewer than k), found
-/// by iterative range search: the nearest k within each query's r_k.
+namespace detail {
 template <class Exec, class Tree, class Queries>
-KnnResultFor<Exec, Tree> range_knn(Exec const& exec, Tree const& tree, Queries const& queries, int k,
+KnnResultFor<Exec, Tree> range_knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k,
                                    RangeKnnOptions const& options = {}) {
   using T = typename Tree::coordinate_type;
   using MS = typename Exec::memory_space;
@@ -185,7 +196,7 @@ KnnResultFor<Exec, Tree> range_knn(Exec const& exec, Tree const& tree, Queries c
   detail::ensure_extents(out.indices, "kdforge::range_knn::indices", m, k);
   detail::ensure_extents(out.sq_distances, "kdforge::range_knn::sq_distances", m, k);
   if (m == 0) return out;
-  Kokkos::View<T*, MS> sq(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::sq_radii"), m);
+  auto sq = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::range_knn::sq_radii"), m);
   Kokkos::parallel_for("kdforge::range_knn::square", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        detail::SquareRadiiRn<decltype(radii), decltype(sq)>{radii, sq});
   RadiusOptions ro;
@@ -197,6 +208,18 @@ KnnResultFor<Exec, Tree> range_knn(Exec const& exec, Tree const& tree, Queries c
                        detail::RowsToKnn<decltype(rows), KnnResultFor<Exec, Tree>>{rows, out, k});
   exec.fence();
   return out;
+}
+} // namespace detail
+
+/// Exactly the k nearest points of each query, sorted (ties by index), as
+/// knn returns them (M x k; (-1, +inf) where the tree has fewer than k), found
+/// by iterative range search: the nearest k within each query's r_k.
+template <class Exec, class Tree, class Queries>
+KnnResultFor<Exec, Tree> range_knn(Exec const& exec, Tree const& tree, Queries const& queries, int k,
+                                   RangeKnnOptions const& options = {}) {
+  return detail::api_call<typename Exec::memory_space>("range_knn", [&]() -> decltype(auto) {
+    return detail::range_knn_impl(exec, tree, queries, k, options);
+  });
 }
 
 } // namespace kdforge

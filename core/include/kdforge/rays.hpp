@@ -6,10 +6,12 @@
 //   Kokkos::View<kdforge::Ray<float>*, MemorySpace> rays("rays", m);   // origin, direction, tmin, tmax
 //   auto hits = kdforge::intersect_closest(exec, tree, rays);         // Hit: triangle (-1: none), t, u, v
 //   auto shadowed = kdforge::intersect_any(exec, tree, rays);         // bool per ray
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/profiling.hpp>
 #include <kdforge/base/ray.hpp>
 #include <kdforge/build_sah_tree.hpp>
+#include <kdforge/detail/boundary.hpp>
 #include <kdforge/kernels/query/rays.hpp>
 #include <kdforge/kernels/trees/triangle_tree.hpp>
 
@@ -46,6 +48,21 @@ void check_rays(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& r
 }
 } // namespace detail
 
+namespace detail {
+template <class Exec, class MS, class T, class Rays>
+void intersect_closest_impl(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& rays,
+                       Kokkos::View<Hit<T>*, MS>& hits) {
+  detail::check_rays(exec, tree, rays, "intersect_closest");
+  detail::Region region("kdforge::intersect_closest");
+  std::int64_t const m = std::int64_t(rays.extent(0));
+  if (std::int64_t(hits.extent(0)) != m)
+    hits = backend::allocate<Kokkos::View<Hit<T>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::hits"), m);
+  Kokkos::parallel_for("kdforge::intersect_closest",
+                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, m),
+                       kernels::ClosestHitFunctor<TriangleTree<MS, T>, Rays, Kokkos::View<Hit<T>*, MS>>{tree, rays, hits});
+}
+} // namespace detail
+
 /// The closest hit of each ray: hits(i) is the triangle (the caller's index
 /// in the mesh; -1: none) met first within [tmin, tmax], its t and
 /// barycentric u, v (the hit point is (1 - u - v) v0 + u v1 + v v2); ties
@@ -56,14 +73,11 @@ void check_rays(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& r
 template <class Exec, class MS, class T, class Rays>
 void intersect_closest(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& rays,
                        Kokkos::View<Hit<T>*, MS>& hits) {
-  detail::check_rays(exec, tree, rays, "intersect_closest");
-  detail::Region region("kdforge::intersect_closest");
-  std::int64_t const m = std::int64_t(rays.extent(0));
-  if (std::int64_t(hits.extent(0)) != m)
-    hits = Kokkos::View<Hit<T>*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::hits"), m);
-  Kokkos::parallel_for("kdforge::intersect_closest",
-                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, m),
-                       kernels::ClosestHitFunctor<TriangleTree<MS, T>, Rays, Kokkos::View<Hit<T>*, MS>>{tree, rays, hits});
+  return detail::api_call<typename Exec::memory_space>("intersect_closest", [&] {
+    auto res = hits; // filled, then assigned to hits once every allocation has succeeded
+    detail::intersect_closest_impl(exec, tree, rays, res);
+    hits = res;
+  });
 }
 
 /// As above, into a new View.
@@ -74,19 +88,31 @@ Kokkos::View<Hit<T>*, MS> intersect_closest(Exec const& exec, TriangleTree<MS, T
   return hits;
 }
 
+namespace detail {
+template <class Exec, class MS, class T, class Rays>
+void intersect_any_impl(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& rays,
+                   Kokkos::View<bool*, MS>& occluded) {
+  detail::check_rays(exec, tree, rays, "intersect_any");
+  detail::Region region("kdforge::intersect_any");
+  std::int64_t const m = std::int64_t(rays.extent(0));
+  if (std::int64_t(occluded.extent(0)) != m)
+    occluded = backend::allocate<Kokkos::View<bool*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::occluded"), m);
+  Kokkos::parallel_for("kdforge::intersect_any", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, m),
+                       kernels::AnyHitFunctor<TriangleTree<MS, T>, Rays, Kokkos::View<bool*, MS>>{tree, rays, occluded});
+}
+} // namespace detail
+
 /// Whether each ray hits any triangle within [tmin, tmax] (shadow rays:
 /// tmax just short of the light). `occluded` is reused when it has one
 /// entry per ray, else reallocated. Errors as intersect_closest.
 template <class Exec, class MS, class T, class Rays>
 void intersect_any(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& rays,
                    Kokkos::View<bool*, MS>& occluded) {
-  detail::check_rays(exec, tree, rays, "intersect_any");
-  detail::Region region("kdforge::intersect_any");
-  std::int64_t const m = std::int64_t(rays.extent(0));
-  if (std::int64_t(occluded.extent(0)) != m)
-    occluded = Kokkos::View<bool*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::occluded"), m);
-  Kokkos::parallel_for("kdforge::intersect_any", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, m),
-                       kernels::AnyHitFunctor<TriangleTree<MS, T>, Rays, Kokkos::View<bool*, MS>>{tree, rays, occluded});
+  return detail::api_call<typename Exec::memory_space>("intersect_any", [&] {
+    auto res = occluded; // filled, then assigned to occluded once every allocation has succeeded
+    detail::intersect_any_impl(exec, tree, rays, res);
+    occluded = res;
+  });
 }
 
 /// As above, into a new View.

@@ -7,8 +7,9 @@
 //   Kokkos::Threads          -> backends/tbb    (oneTBB)
 //   any other host space     -> backends/serial (standard library)
 // All sorts are stable, so every backend produces the same permutation.
-#include <kdforge/base/error.hpp>
 #include <kdforge/base/config.hpp>
+#include <kdforge/base/error.hpp>
+#include <kdforge/base/memory.hpp>
 #include <kdforge/base/profiling.hpp>
 #include <kdforge/base/types.hpp>
 
@@ -181,6 +182,31 @@ auto bounding_box(Exec const& exec, PointView const& points) {
 }
 
 namespace detail {
+// Host backends: no limit below the address space's.
+template <class Exec>
+std::size_t max_sort_items_impl(Exec const*) {
+  return std::size_t(-1);
+}
+template <class Exec>
+std::size_t max_segmented_sort_items_impl(Exec const*) {
+  return std::size_t(-1);
+}
+} // namespace detail
+
+/// The most elements sort_by_key, exclusive_scan and bounding_box take on
+/// `Exec` (CUB before CCCL 3: 2^31 - 1; CCCL 3 and the host backends: no
+/// practical limit), and the most segmented_sort_by_key takes (CUB: 2^31 -
+/// 1 in every version): the builders refuse larger inputs up front.
+template <class Exec>
+std::size_t max_sort_items() {
+  return detail::max_sort_items_impl(static_cast<Exec const*>(nullptr));
+}
+template <class Exec>
+std::size_t max_segmented_sort_items() {
+  return detail::max_segmented_sort_items_impl(static_cast<Exec const*>(nullptr));
+}
+
+namespace detail {
 // Host spaces: the machine's available memory (the Cuda overload asks the device).
 template <class Exec>
 std::size_t available_bytes_impl(Exec const&) {
@@ -190,11 +216,14 @@ std::size_t available_bytes_impl(Exec const&) {
 
 /// Bytes the execution space's memory can still allocate, as its owner
 /// reports them (free device memory; MemAvailable on Linux hosts; the
-/// largest size_t where unknown): for refusing a build that cannot fit with
-/// a clear error instead of failing half-way.
+/// largest size_t where unknown), within kdforge::set_memory_limit: for
+/// refusing a build that cannot fit with a clear error instead of failing
+/// half-way.
 template <class Exec>
 std::size_t available_bytes(Exec const& exec) {
-  return detail::available_bytes_impl(exec);
+  std::size_t const free_b = detail::available_bytes_impl(exec);
+  std::size_t const limit = memory_limit();
+  return limit > 0 && limit < free_b ? limit : free_b;
 }
 
 /// Whether gemm_abt has a vendor GEMM for Exec: cuBLAS for Kokkos::Cuda

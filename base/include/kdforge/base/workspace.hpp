@@ -8,8 +8,8 @@
 namespace kdforge {
 
 /// Scratch memory of batched queries: the processing order (Morton codes,
-/// the order and its radix sort's buffers), the radius search's scan and the
-/// finiteness check of the queries.
+/// the order and its radix sort's buffers), the radius search's counts and
+/// scan, and the finiteness check of the queries.
 /// Without one, every call allocates and frees these (on an H100, each
 /// allocation and free of device memory costs tens of microseconds, and a
 /// free waits for the device); a workspace passed to the calls of a loop
@@ -29,7 +29,7 @@ class QueryWorkspace {
   /// Bytes held now.
   std::size_t bytes() const {
     return codes.span() * sizeof(std::uint32_t) + order_bytes.span() + scratch.span() + regroup_bytes.span() +
-           regroup_count.span() * sizeof(unsigned long long) +
+           regroup_count.span() * sizeof(unsigned long long) + radius_offsets.span() * sizeof(std::int64_t) +
            (first_bad.data() ? sizeof(std::int64_t) : 0);
   }
   /// Frees everything (the next call allocates again).
@@ -46,6 +46,7 @@ class QueryWorkspace {
   Kokkos::View<unsigned long long*, MemorySpace> regroup_count;
   int regroup_turn = 0;
   Kokkos::View<std::int64_t, MemorySpace> first_bad; // the first query with a NaN or infinite coordinate
+  Kokkos::View<std::int64_t*, MemorySpace> radius_offsets; // radius_search's counts, before they become the result's
 };
 
 /// Scratch memory of kdforge::icp kept between calls (frames): the source's

@@ -52,6 +52,9 @@ auto query_points(Exec const& exec, Queries const& queries) {
                 "kdforge: queries and tree must have the same coordinate type (float or double)");
   static_assert(A::dimension == Tree::dimension, "kdforge: queries and tree must have the same dimension");
   using PV = Kokkos::View<typename Tree::point_type*, typename Exec::memory_space>;
+  // the query kernels' ranges are 32-bit on GPUs (Kokkos' default index type there)
+  KDFORGE_REQUIRE(std::uint64_t(A::size(queries)) < (std::uint64_t(1) << 32), "query", A::size(queries),
+                  " queries in one call: at most 2^32 - 1; split them into several calls");
   if constexpr (std::is_convertible<Queries, PV>::value) return PV(queries);
   else return to_points(exec, queries, "kdforge::query::points");
 }

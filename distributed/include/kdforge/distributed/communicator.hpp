@@ -10,6 +10,7 @@
 // not leave the others waiting in the next exchange, so local work runs
 // inside `collectively`, which reduces a failure flag before anything else
 // is exchanged and makes every rank throw the same kdforge::Error.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/profiling.hpp>
 
@@ -221,7 +222,7 @@ public:
     }
     KDFORGE_REQUIRE(std::int64_t(send.extent(0)) >= ns, "DistributedTree", "internal: the send buffer of ", label,
                     " is short");
-    Kokkos::View<E*, MemorySpace> recv(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
+    auto recv = backend::allocate<Kokkos::View<E*, MemorySpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
                                        std::size_t(nr));
     // The block a rank sends itself (with queries owned where their points
     // are, most of them) never goes through MPI: one copy in its own memory.

@@ -17,6 +17,7 @@
 // Only what an answer needs travels: D coordinates out (and the kNN bound
 // in the second phase), a row count and (squared distance, index) per
 // neighbour back; global ids only where the caller gave them.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/distributed/communicator.hpp>
@@ -131,7 +132,7 @@ template <class Exec, class MS, class Rule>
 Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rule, std::int64_t m) {
   int const P = comm.size();
   Routes<MS> r;
-  r.query_offsets = Kokkos::View<std::int64_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::query_offsets"), m + 1);
+  r.query_offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::query_offsets"), m + 1);
   Kokkos::parallel_for("kdforge::distributed::route_count", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        RouteCount<Rule, decltype(r.query_offsets)>{rule, r.query_offsets});
   r.pairs = scan_with_total(exec, r.query_offsets);
@@ -143,7 +144,7 @@ Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rul
   alloc(r.pair_query, "kdforge::distributed::pair_query");
   alloc(r.sorted, "kdforge::distributed::sorted");
   alloc(r.position, "kdforge::distributed::position");
-  Kokkos::View<std::uint32_t*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::keys"),
+  auto keys = backend::allocate<Kokkos::View<std::uint32_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::keys"),
                                         std::size_t(r.pairs));
   Kokkos::parallel_for("kdforge::distributed::route_fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        RouteFill<Rule, MS>{rule, r.query_offsets, r.dest, r.pair_query, keys, r.sorted});
@@ -154,7 +155,7 @@ Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rul
   }
   Kokkos::parallel_for("kdforge::distributed::route_index", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
                        RouteIndex<MS>{r.sorted, r.position});
-  Kokkos::View<std::int64_t*, MS> first(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rank_starts"),
+  auto first = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rank_starts"),
                                         std::size_t(P) + 1);
   Kokkos::parallel_for("kdforge::distributed::rank_starts", Kokkos::RangePolicy<Exec>(exec, 0, std::int64_t(P) + 1),
                        RankStarts<MS>{keys, first, r.pairs});
@@ -180,7 +181,7 @@ struct Pack {
 
 template <class Exec, class MS, class Elem, class Make>
 Kokkos::View<Elem*, MS> pack(Exec const& exec, Routes<MS> const& r, Make const& make) {
-  Kokkos::View<Elem*, MS> out(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::send"),
+  auto out = backend::allocate<Kokkos::View<Elem*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::send"),
                               std::size_t(r.pairs));
   Kokkos::parallel_for("kdforge::distributed::pack", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
                        Pack<MS, Make, decltype(out)>{r.sorted, r.pair_query, make, out});
@@ -220,8 +221,8 @@ std::vector<std::int64_t> block_entries(Exec const& exec, Kokkos::View<std::int6
   std::vector<std::int64_t> displ(P + 1, 0);
   for (std::size_t p = 0; p < P; ++p) displ[p + 1] = displ[p] + counts[p];
   using H = Kokkos::View<std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  Kokkos::View<std::int64_t*, MS> d_displ(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::displ"), P + 1);
-  Kokkos::View<std::int64_t*, MS> d_out(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::blocks"), P + 1);
+  auto d_displ = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::displ"), P + 1);
+  auto d_out = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::blocks"), P + 1);
   Kokkos::deep_copy(exec, d_displ, H(displ.data(), P + 1));
   Kokkos::parallel_for("kdforge::distributed::blocks", Kokkos::RangePolicy<Exec>(exec, 0, std::int64_t(P) + 1),
                        AtDisplacements<Kokkos::View<std::int64_t*, MS>, decltype(d_displ), decltype(d_out)>{offsets, d_displ, d_out});
@@ -245,7 +246,7 @@ Returned<MS, T, Index, Count> send_back(Exec const& exec, Communicator<MS>& comm
   Returned<MS, T, Index, Count> back;
   back.counts = comm.alltoallv(exec, row_counts, r.recv_counts, r.send_counts, traffic, "kdforge::distributed::row_counts");
   if (!with_entries) return back;
-  back.offsets = Kokkos::View<std::int64_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::back_offsets"),
+  back.offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::back_offsets"),
                                                  std::size_t(r.pairs) + 1);
   Kokkos::parallel_for("kdforge::distributed::widen", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
                        Widen<decltype(back.counts), decltype(back.offsets)>{back.counts, back.offsets});

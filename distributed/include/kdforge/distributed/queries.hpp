@@ -24,6 +24,7 @@
 // What differs from one tree: the unsorted rows of radius_search (no sort,
 // no max_neighbors) hold the same neighbours in another order: rank by
 // rank, each rank's part in its walk's order.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/types.hpp>
@@ -531,8 +532,8 @@ struct Call {
                                                 Kokkos::View<T*, MS> const& bounds, int k,
                                                 QueryOptions const& options) {
     std::int64_t const n = std::int64_t(points.extent(0));
-    Kokkos::View<std::int32_t*, MS> counts32(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_counts"), n);
-    Kokkos::View<std::int64_t*, MS> offsets(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_offsets"), n + 1);
+    auto counts32 = backend::allocate<Kokkos::View<std::int32_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_counts"), n);
+    auto offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_offsets"), n + 1);
     Kokkos::View<Neighbor<T, Index>*, MS> entries;
     Kokkos::View<std::int64_t*, MS> ids;
     collectively(s.comm.comm(), [&] {
@@ -544,9 +545,9 @@ struct Call {
                            KnnRowCount<decltype(res.indices), decltype(res.sq_distances), Kokkos::View<T*, MS>,
                                        decltype(offsets)>{res.indices, res.sq_distances, bounds, offsets});
       std::int64_t const total = scan_with_total(exec, offsets);
-      entries = Kokkos::View<Neighbor<T, Index>*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
+      entries = backend::allocate<Kokkos::View<Neighbor<T, Index>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
       if (s.has_ids)
-        ids = Kokkos::View<std::int64_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
+        ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
       Kokkos::parallel_for("kdforge::distributed::knn_fill", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            KnnRowFill<MS, T, Index, decltype(res.indices), decltype(res.sq_distances)>{
                                res.indices, res.sq_distances, offsets, local_ids(), entries, ids, counts32});
@@ -609,7 +610,7 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
   auto recv2 = call.template forward<PointBound<T, D>>(r2, MakePointBound<MS, T, D, Index>{rule2});
   std::int64_t const n2 = std::int64_t(recv2.extent(0));
   PV points2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::points2"), n2);
-  Kokkos::View<T*, MS> bounds2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::bounds2"), n2);
+  auto bounds2 = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::bounds2"), n2);
   Kokkos::parallel_for("kdforge::distributed::unpack", Kokkos::RangePolicy<Exec>(exec, 0, n2),
                        Unpack<decltype(recv2), PV, decltype(bounds2)>{recv2, points2, bounds2});
   auto back2 = call.knn_rows(r2, points2, bounds2, k, options);
@@ -754,7 +755,7 @@ void radius_search(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
   auto recv = call.template forward<Point<T, D>>(r, distributed::MakePoint<MS, T, D>{q});
   std::int64_t const n = std::int64_t(recv.extent(0));
   bool const sorted = options.sort || options.max_neighbors >= 0;
-  Kokkos::View<std::int64_t*, MS> row_counts(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_counts"), n);
+  auto row_counts = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_counts"), n);
   Kokkos::View<std::int64_t*, MS> row_offsets;
   Kokkos::View<Neighbor<T, Index>*, MS> entries;
   Kokkos::View<std::int64_t*, MS> ids;
@@ -765,9 +766,9 @@ void radius_search(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
     RadiusResultFor<Exec, LocalTree> res;
     kdforge::radius_search(exec, s.tree, recv, radius, res, o, s.workspace);
     std::int64_t const total = std::int64_t(res.indices.extent(0));
-    entries = Kokkos::View<Neighbor<T, Index>*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
+    entries = backend::allocate<Kokkos::View<Neighbor<T, Index>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
     if (s.has_ids)
-      ids = Kokkos::View<std::int64_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
+      ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
     Kokkos::parallel_for("kdforge::distributed::radius_rows", Kokkos::RangePolicy<Exec>(exec, 0, n),
                          distributed::RadiusRowFill<MS, T, Index, decltype(res)>{res, call.local_ids(), entries, ids, row_counts});
     row_offsets = res.offsets;

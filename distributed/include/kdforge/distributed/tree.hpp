@@ -13,6 +13,7 @@
 // included (distributed/queries.hpp says how). With caller ids, each rank
 // orders its points by id before its build, so that its local tree breaks
 // ties by id too.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/access.hpp>
 #include <kdforge/base/error.hpp>
@@ -220,18 +221,18 @@ auto build_distributed(Exec const& exec, MPI_Comm comm, Points const& points, Id
                     "kdforge::build_distributed_tree: the ids must be in memory the execution space can read");
       KDFORGE_REQUIRE(std::int64_t(ids.extent(0)) == input_size, "build_distributed_tree", "ids has ",
                       ids.extent(0), " entries for ", input_size, " points; pass one id per point");
-      detail::check_point_count<Index>(std::size_t(input_size), "build_distributed_tree");
+      detail::check_point_count<Index, Exec>(std::size_t(input_size), "build_distributed_tree");
       PV pts = to_points(exec, points, "kdforge::distributed::points");
       std::int64_t const n = input_size;
-      Kokkos::View<std::uint64_t*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::id_keys"), n);
-      Kokkos::View<Index*, MS> perm(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::perm"), n);
+      auto keys = backend::allocate<Kokkos::View<std::uint64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::id_keys"), n);
+      auto perm = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::perm"), n);
       Kokkos::parallel_for("kdforge::distributed::id_keys", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            IdKeys<Ids, decltype(keys)>{ids, keys});
       Kokkos::parallel_for("kdforge::distributed::iota", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            Iota<Index, decltype(perm)>{perm});
       backend::sort_by_key(exec, keys, perm); // stable: equal ids keep the caller's order
       PV sorted(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::points_by_id"), n);
-      Kokkos::View<std::int64_t*, MS> sorted_ids(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::ids"), n);
+      auto sorted_ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::ids"), n);
       Kokkos::parallel_for("kdforge::distributed::permute", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            Permute<PV, decltype(perm), Ids, PV, decltype(sorted_ids)>{pts, perm, ids, sorted, sorted_ids});
       state->tree = builder(exec, sorted);
@@ -271,7 +272,7 @@ auto build_distributed(Exec const& exec, MPI_Comm comm, Points const& points, Id
   }
   auto to_device = [&](auto const& host, char const* label) {
     using V = typename std::decay_t<decltype(host)>::value_type;
-    Kokkos::View<V*, MS> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), host.size());
+    auto d = backend::allocate<Kokkos::View<V*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), host.size());
     Kokkos::deep_copy(exec, d, Kokkos::View<V const*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                                    host.data(), host.size()));
     return d;

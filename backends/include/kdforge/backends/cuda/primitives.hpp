@@ -5,6 +5,7 @@
 #ifndef KDFORGE_BACKENDS_PRIMITIVES_INCLUDED
 static_assert(false, "Include <kdforge/backends/primitives.hpp>, not a backend's file.");
 #endif
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -15,6 +16,8 @@ static_assert(false, "Include <kdforge/backends/primitives.hpp>, not a backend's
 
 #include <climits>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 
 namespace kdforge::backend::detail {
 
@@ -37,7 +40,7 @@ inline std::size_t available_bytes_impl(Kokkos::Cuda const& exec) {
 }
 
 inline Kokkos::View<char*, Kokkos::CudaSpace> cuda_temp_storage(std::size_t bytes) {
-  return Kokkos::View<char*, Kokkos::CudaSpace>(
+  return backend::allocate<Kokkos::View<char*, Kokkos::CudaSpace>>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::cub_temp_storage"), bytes);
 }
 
@@ -46,11 +49,30 @@ inline int cuda_num_items(std::size_t n) {
   return int(n);
 }
 
+// CCCL 3 (CUDA 13) sorts, scans and reduces 64-bit item counts
+// (DeviceRadixSort, DeviceScan and DeviceReduce take NumItemsT and pick
+// 64-bit offsets for it); older CUB takes int. DeviceSegmentedRadixSort
+// still takes int (cuda_num_items above).
+#if CUB_VERSION >= 300000
+using CubItems = std::int64_t;
+#else
+using CubItems = int;
+#endif
+inline std::size_t max_sort_items_impl(Kokkos::Cuda const*) { return std::size_t(std::numeric_limits<CubItems>::max()); }
+inline std::size_t max_segmented_sort_items_impl(Kokkos::Cuda const*) { return std::size_t(INT_MAX); }
+
+inline CubItems cub_num_items(std::size_t n) {
+  KDFORGE_REQUIRE(n <= std::size_t(std::numeric_limits<CubItems>::max()), "backend::cuda", "this CUB sorts, scans and "
+                  "reduces at most ", std::numeric_limits<CubItems>::max(), " elements (got ", n, "); CUDA 13 (CCCL 3) "
+                  "takes 64-bit counts");
+  return CubItems(n);
+}
+
 template <class K, class V>
 void sort_by_key_async_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n, int begin_bit, int end_bit,
                             Kokkos::View<char*, Kokkos::CudaSpace>& workspace) {
   if (n < 2 || begin_bit >= end_bit) return;
-  int const num = cuda_num_items(n);
+  CubItems const num = cub_num_items(n);
   auto const round = [](std::size_t b) { return (b + 255) / 256 * 256; };
   std::size_t const key_bytes = round(n * sizeof(K)), val_bytes = round(n * sizeof(V));
   std::size_t bytes = 0;
@@ -84,8 +106,8 @@ void segmented_sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std:
   if (n < 2 || num_segments == 0 || begin_bit >= end_bit) return;
   int const num = cuda_num_items(n);
   int const nseg = cuda_num_items(num_segments);
-  Kokkos::View<K*, Kokkos::CudaSpace> key_alt(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::keys_alt"), n);
-  Kokkos::View<V*, Kokkos::CudaSpace> val_alt(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::values_alt"), n);
+  auto key_alt = backend::allocate<Kokkos::View<K*, Kokkos::CudaSpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::keys_alt"), n);
+  auto val_alt = backend::allocate<Kokkos::View<V*, Kokkos::CudaSpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::values_alt"), n);
   cub::DoubleBuffer<K> kb(keys, key_alt.data());
   cub::DoubleBuffer<V> vb(vals, val_alt.data());
   std::size_t bytes = 0;
@@ -108,7 +130,7 @@ void segmented_sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std:
 template <class T>
 T exclusive_scan_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n) {
   if (n == 0) return T(0);
-  int const num = cuda_num_items(n);
+  CubItems const num = cub_num_items(n);
   T last_in{};
   cuda_check(cudaMemcpyAsync(&last_in, in + (n - 1), sizeof(T), cudaMemcpyDeviceToHost, exec.cuda_stream()), "cudaMemcpyAsync");
   std::size_t bytes = 0;
@@ -125,7 +147,7 @@ template <class T>
 void exclusive_scan_async_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n,
                                Kokkos::View<char*, Kokkos::CudaSpace>& workspace) {
   if (n == 0) return;
-  int const num = cuda_num_items(n);
+  CubItems const num = cub_num_items(n);
   std::size_t bytes = 0;
   cuda_check(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, num, exec.cuda_stream()), "cub::DeviceScan::ExclusiveSum (size query)");
   if (workspace.extent(0) < bytes) workspace = cuda_temp_storage(bytes);
@@ -152,9 +174,9 @@ template <class T, int D>
 Box<T, D> bounding_box_impl(Kokkos::Cuda const& exec, Point<T, D> const* pts, std::size_t n) {
   Box<T, D> result = Box<T, D>::empty();
   if (n == 0) return result;
-  int const num = cuda_num_items(n);
+  CubItems const num = cub_num_items(n);
   auto it = thrust::make_transform_iterator(pts, PointToBox<T, D>{});
-  Kokkos::View<Box<T, D>*, Kokkos::CudaSpace> d_box(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bbox"), 1);
+  auto d_box = backend::allocate<Kokkos::View<Box<T, D>*, Kokkos::CudaSpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bbox"), 1);
   std::size_t bytes = 0;
   cuda_check(cub::DeviceReduce::Reduce(nullptr, bytes, it, d_box.data(), num, BoxUnion<T, D>{}, result, exec.cuda_stream()),
              "cub::DeviceReduce::Reduce (size query)");

@@ -6,6 +6,7 @@
 // (base/types.hpp): there squared distances overflow to infinity and
 // distinct neighbours would tie or go missing, so such coordinates are
 // refused under either policy.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
@@ -182,13 +183,13 @@ FiniteInput<Index, Exec, T, D> finite_input(Exec const& exec, Kokkos::View<Point
   if (huge != none) refuse_point(exec, pts, huge, where, fix);
   // Drop: compact the finite points, remembering their input indices.
   std::int64_t const n = std::int64_t(pts.extent(0));
-  Kokkos::View<std::int64_t*, MS> pos("kdforge::build::drop_pos", n);
+  auto pos = backend::allocate<Kokkos::View<std::int64_t*, MS>>("kdforge::build::drop_pos", n);
   Kokkos::parallel_for("kdforge::build::drop_flags", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        FiniteFlags<decltype(pts), decltype(pos)>{pts, pos});
   std::int64_t const kept = backend::exclusive_scan(exec, pos, pos);
   r.dropped = n - kept;
-  r.pts = Kokkos::View<Point<T, D>*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points_input"), kept);
-  r.input_index = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::input_index"), kept);
+  r.pts = backend::allocate<Kokkos::View<Point<T, D>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points_input"), kept);
+  r.input_index = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::input_index"), kept);
   Kokkos::parallel_for("kdforge::build::drop_scatter", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        CompactFinite<decltype(pts), decltype(pos), decltype(r.input_index)>{pts, pos, r.pts, r.input_index});
   return r;

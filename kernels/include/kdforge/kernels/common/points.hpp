@@ -1,6 +1,7 @@
 #pragma once
 // Copies of the caller's points into the internal form, a View<Point<T, D>*>
 // in the execution space's memory.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/access.hpp>
 #include <kdforge/base/types.hpp>
 
@@ -29,7 +30,7 @@ Kokkos::View<Point<T, D>*, typename Exec::memory_space> copy_points(Exec const& 
                                                                     char const* label) {
   using A = AccessTraits<C>;
   std::size_t const n = A::size(container);
-  Kokkos::View<Point<T, D>*, typename Exec::memory_space> out(
+  auto out = backend::allocate<Kokkos::View<Point<T, D>*, typename Exec::memory_space>>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
   Kokkos::parallel_for("kdforge::to_points", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        CopyPointsFunctor<C, decltype(out)>{container, out});

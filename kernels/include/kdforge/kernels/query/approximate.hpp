@@ -6,6 +6,7 @@
 // knn's: rows of k (index, squared distance), ascending, ties by index,
 // missing slots (-1, +inf). With a queue at least as large as the number of
 // branches ever pending (Q >= N always suffices) the result is exact.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/results.hpp>
 #include <kdforge/kernels/query/candidates.hpp>
@@ -82,7 +83,7 @@ void run_approx_knn(Exec const& exec, Tree const& tree, QV const& q, OV const& o
     // threads touch neighbouring addresses for the same heap slot.
     std::int64_t const per_query = std::int64_t(o.queue_capacity) * std::int64_t(sizeof(kernels::PendingBranch<T, Index>));
     std::int64_t const batch = std::max<std::int64_t>(1, std::min<std::int64_t>(m, (std::int64_t(256) << 20) / per_query));
-    QueueView queue(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn_approximate::queues"), batch, o.queue_capacity);
+    auto queue = backend::allocate<QueueView>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn_approximate::queues"), batch, o.queue_capacity);
     for (std::int64_t b = 0; b < m; b += batch) {
       std::int64_t const e = std::min(m, b + batch);
       Kokkos::parallel_for("kdforge::knn_approximate", QueryPolicy<Exec>(exec, b, e),

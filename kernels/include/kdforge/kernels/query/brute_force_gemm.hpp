@@ -35,6 +35,7 @@
 // Memory stays bounded: queries in blocks, points in tiles, the product of
 // one block and one tile (a few hundred MiB on GPUs, tens on CPUs) plus the
 // heaps and norms.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
@@ -310,7 +311,7 @@ void run_gemm_brute_knn(Exec const& exec, PV const& points, IV const& ids, QV co
         v.span_is_contiguous()) {
       out = Mat(const_cast<T*>(v.data()), v.extent(0), v.extent(1));
     } else {
-      out = Mat(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), v.extent(0), v.extent(1));
+      out = backend::allocate<Mat>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), v.extent(0), v.extent(1));
       Kokkos::deep_copy(exec, out, v);
     }
     return out;
@@ -318,7 +319,7 @@ void run_gemm_brute_knn(Exec const& exec, PV const& points, IV const& ids, QV co
   Mat const p = row_major(points, "kdforge::knn::brute_force::points");
   Mat const q = row_major(queries, "kdforge::knn::brute_force::queries");
 
-  Kokkos::View<double*, MS> pn(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::pn"), n);
+  auto pn = backend::allocate<Kokkos::View<double*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::pn"), n);
   Kokkos::parallel_for("kdforge::knn::brute_force::norms", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        RowSqNorms<Mat>{p, pn, 0, dim});
   double pn_max = 0;
@@ -348,13 +349,13 @@ void run_gemm_brute_knn(Exec const& exec, PV const& points, IV const& ids, QV co
                              : int(std::max<std::int64_t>(1, std::min<std::int64_t>({std::int64_t(Finish::max_slices),
                                                                                     (4096 + blocks - 1) / blocks,
                                                                                     nb / 64})));
-  Mat prod(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::product"), nb, mb);
-  Kokkos::View<double**, Kokkos::LayoutRight, MS> cand_a(
+  auto prod = backend::allocate<Mat>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::product"), nb, mb);
+  auto cand_a = backend::allocate<Kokkos::View<double**, Kokkos::LayoutRight, MS>>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::cand_a"), mb, std::int64_t(slices) * cap);
-  Kokkos::View<Index**, Kokkos::LayoutRight, MS> cand_p(
+  auto cand_p = backend::allocate<Kokkos::View<Index**, Kokkos::LayoutRight, MS>>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::cand_p"), mb, std::int64_t(slices) * cap);
-  Kokkos::View<double*, MS> qn(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::qn"), mb);
-  Kokkos::View<int*, MS> redo("kdforge::knn::brute_force::redo", m);
+  auto qn = backend::allocate<Kokkos::View<double*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::qn"), mb);
+  auto redo = backend::allocate<Kokkos::View<int*, MS>>("kdforge::knn::brute_force::redo", m);
 
   int const team = on_host ? 1 : Offer::QB;
   std::int64_t const row_len = std::int64_t(slices) * cap;
@@ -390,17 +391,17 @@ void run_gemm_brute_knn(Exec const& exec, PV const& points, IV const& ids, QV co
   Kokkos::parallel_reduce("kdforge::knn::brute_force::count_redo", Kokkos::RangePolicy<Exec>(exec, 0, m),
                           KOKKOS_LAMBDA(std::int64_t i, std::int64_t& s) { s += redo(i); }, nredo);
   if (nredo == 0) return;
-  Kokkos::View<std::int64_t*, MS> which(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::redo_rows"), nredo);
+  auto which = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::redo_rows"), nredo);
   Kokkos::parallel_scan("kdforge::knn::brute_force::list_redo", Kokkos::RangePolicy<Exec>(exec, 0, m),
                         KOKKOS_LAMBDA(std::int64_t i, std::int64_t& s, bool final) {
                           if (final && redo(i)) which(s) = i;
                           s += redo(i);
                         });
-  Mat rq(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::redo_queries"), nredo, dim);
+  auto rq = backend::allocate<Mat>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::redo_queries"), nredo, dim);
   Kokkos::parallel_for("kdforge::knn::brute_force::gather", Kokkos::RangePolicy<Exec>(exec, 0, nredo),
                        GatherRows<QV, Mat, decltype(which)>{queries, rq, which, dim});
-  Result sub{decltype(Result::indices)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::redo_indices"), nredo, k),
-             decltype(Result::sq_distances)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::redo_d2"), nredo, k)};
+  Result sub{backend::allocate<decltype(Result::indices)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::redo_indices"), nredo, k),
+             backend::allocate<decltype(Result::sq_distances)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::brute_force::redo_d2"), nredo, k)};
   run_brute_knn(exec, points, ids, rq, k, sub, sq_cutoff, skip_self, which);
   auto const ri = res.indices;
   auto const rd = res.sq_distances;

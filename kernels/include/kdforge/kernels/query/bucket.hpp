@@ -5,6 +5,7 @@
 // query walks the tree with walks/box_stack.hpp; the visitors and result
 // writers are those of the level-order trees' operations. Queries are a
 // rank-2 View (M x D, any layout) in the execution space's memory.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/profiling.hpp>
 #include <kdforge/kernels/query/candidates.hpp>
@@ -333,7 +334,7 @@ void run_bucket_approx_knn_with(Exec const& exec, Tree const& tree, QV const& q,
     // at most ~256 MiB of queues at a time, as for level-order trees
     std::int64_t const per_query = std::int64_t(queue_capacity) * std::int64_t(sizeof(kernels::PendingBranch<T, Index>));
     std::int64_t const batch = std::max<std::int64_t>(1, std::min<std::int64_t>(m, (std::int64_t(256) << 20) / per_query));
-    QueueView queue(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn_approximate::queues"), batch, queue_capacity);
+    auto queue = backend::allocate<QueueView>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn_approximate::queues"), batch, queue_capacity);
     for (std::int64_t b = 0; b < m; b += batch) {
       std::int64_t const e = std::min(m, b + batch);
       Kokkos::parallel_for("kdforge::knn_approximate::bucket", QueryPolicy<Exec>(exec, b, e),
@@ -391,17 +392,17 @@ struct BucketFillFunctor {
   bool sort;
   KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
     std::int64_t const b = res.offsets(qi);
-    int const len = int(res.offsets(qi + 1) - b);
+    std::int64_t const len = res.offsets(qi + 1) - b;
     using IS = Segment<decltype(res.indices)>;
     using DS = Segment<decltype(res.sq_distances)>;
-    if (capped) { // the nearest `len` within the radius: a max-heap in the output row
-      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r(qi));
+    if (capped) { // the nearest `len` (<= max_neighbors <= 2^30) within the radius: a max-heap in the output row
+      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, int(len), sq_r(qi));
       kernels::traverse_box_stack(tree, queries, qi, cand);
       cand.heap.sort_heap();
     } else {
       FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r(qi), b};
       kernels::traverse_box_stack(tree, queries, qi, v);
-      if (sort) sort_csr_row(res, b, len);
+      if (sort) sort_csr_row(res, b, int(len)); // sorted rows are < 2^31 long (checked before the fill)
     }
   }
 };
@@ -417,21 +418,35 @@ void run_bucket_radius_count(Exec const& exec, Tree const& tree, QV const& q, Sq
 }
 
 /// Radius search on a bucket tree: count, scan, fill (sorted on request;
-/// capped rows hold the nearest max_neighbors, sorted).
+/// capped rows hold the nearest max_neighbors, sorted). As on the other
+/// trees, the counts go to scratch and nothing is written into `out` until
+/// every allocation has succeeded.
 template <class Exec, class Tree, class QV, class Result>
 void run_bucket_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFor<Tree> const& sq_r,
-                              Result& res, RadiusOptions const& options) {
+                              Result& out, RadiusOptions const& options) {
   Region region("kdforge::radius_search");
   std::int64_t const m = std::int64_t(q.extent(0));
-  ensure_extents(res.offsets, "kdforge::radius::offsets", m + 1);
-  auto counts = Kokkos::subview(res.offsets, Kokkos::make_pair(std::int64_t(0), m));
-  Kokkos::deep_copy(exec, Kokkos::subview(res.offsets, m), std::int64_t(0));
+  auto offsets = backend::allocate<Kokkos::View<std::int64_t*, typename Exec::memory_space>>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::counts"), m + 1);
+  auto counts = Kokkos::subview(offsets, Kokkos::make_pair(std::int64_t(0), m));
+  Kokkos::deep_copy(exec, Kokkos::subview(offsets, m), std::int64_t(0));
   run_bucket_radius_count(exec, tree, q, sq_r, counts, options.max_neighbors);
-  std::int64_t const total = backend::exclusive_scan(exec, res.offsets, res.offsets);
-  reserve_rows(res, total);
+  if (options.sort && m > 0) { // a sorted row is sorted by a heap of 32-bit positions
+    std::int64_t longest = 0;
+    Kokkos::parallel_reduce("kdforge::radius::longest_row", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                            MaxCount<decltype(counts)>{counts}, Kokkos::Max<std::int64_t>(longest));
+    KDFORGE_REQUIRE(longest <= std::int64_t(0x7fffffff), "radius_search", "a row of ", longest,
+                    " neighbours cannot be sorted (RadiusOptions::sort sorts rows of up to 2^31 - 1); leave sort off, "
+                    "or use a smaller radius or RadiusOptions::max_neighbors");
+  }
+  std::int64_t const total = backend::exclusive_scan(exec, offsets, offsets);
+  Result res = staged_rows(out, m, total);
+  Kokkos::deep_copy(exec, res.offsets, offsets);
   if (m > 0)
     Kokkos::parallel_for("kdforge::radius::bucket_fill", QueryPolicy<Exec>(exec, 0, m),
                          BucketFillFunctor<Tree, QV, Result>{tree, q, res, sq_r, options.max_neighbors >= 0, options.sort});
+  exec.fence();
+  out = res;
 }
 
 } // namespace kdforge::detail

@@ -9,6 +9,7 @@
 // after about the mean number of iterations aside and finish them in a
 // second, densely packed pass (QueryOptions::regroup_iterations): the lanes
 // of a warp then stop waiting for the warp's slowest query.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/profiling.hpp>
 #include <kdforge/base/workspace.hpp>
@@ -134,9 +135,9 @@ void run_sorted(char const* name, char const* resume_name, Exec const& exec, Tre
   using Record = RegroupRecord<Tree, CAP>;
   std::size_t const bytes = std::size_t(m) * sizeof(Record);
   if (ws.regroup_bytes.extent(0) < bytes)
-    ws.regroup_bytes = Kokkos::View<char*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::regroup"), bytes);
+    ws.regroup_bytes = backend::allocate<Kokkos::View<char*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::regroup"), bytes);
   if (!ws.regroup_count.data()) { // zeroed once, here; the second passes keep them so
-    ws.regroup_count = Kokkos::View<unsigned long long*, MS>("kdforge::knn::regroup_count", 2);
+    ws.regroup_count = backend::allocate<Kokkos::View<unsigned long long*, MS>>("kdforge::knn::regroup_count", 2);
     ws.regroup_turn = 0;
   }
   f.regroup = regroup;

@@ -6,6 +6,7 @@
 // queries find the nodes of the previous one in its caches (kNN k = 8,
 // 1M x 1M on 16 cores: 130 ms instead of 160). Results are still written in
 // the caller's order.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/types.hpp>
 
@@ -90,9 +91,9 @@ morton_codes(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::memory_
   using MS = typename Exec::memory_space;
   std::int64_t const m = std::int64_t(queries.extent(0));
   if (std::int64_t(codes.extent(0)) < m)
-    codes = Kokkos::View<std::uint32_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::morton"), m);
+    codes = backend::allocate<Kokkos::View<std::uint32_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::morton"), m);
   if (std::int64_t(order_bytes.extent(0)) < m * std::int64_t(sizeof(Index)))
-    order_bytes = Kokkos::View<char*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::order"),
+    order_bytes = backend::allocate<Kokkos::View<char*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::order"),
                                           m * std::int64_t(sizeof(Index)));
   Kokkos::View<Index*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> order(reinterpret_cast<Index*>(order_bytes.data()), m);
   auto const c = Kokkos::subview(codes, Kokkos::make_pair(std::int64_t(0), m));

@@ -4,6 +4,7 @@
 // nodes), and the check that every query is finite and within the range
 // whose squared distances the coordinate type holds (base/types.hpp), fused
 // into the same pass over the queries.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/profiling.hpp>
@@ -45,7 +46,7 @@ prepare_queries(Exec const& exec, Tree const& tree, QV const& q, QueryOrder orde
   if (m == 0) return {};
   Kokkos::View<std::int64_t, MS> bad;
   if (check) {
-    if (!ws.first_bad.data()) ws.first_bad = Kokkos::View<std::int64_t, MS>("kdforge::query::first_bad");
+    if (!ws.first_bad.data()) ws.first_bad = backend::allocate<Kokkos::View<std::int64_t, MS>>("kdforge::query::first_bad");
     Kokkos::deep_copy(exec, ws.first_bad, std::numeric_limits<std::int64_t>::max());
     bad = ws.first_bad;
   }

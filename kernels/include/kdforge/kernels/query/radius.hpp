@@ -10,6 +10,7 @@
 //    host buffers, copied into place after the scan.
 // max_neighbors >= 0 keeps the nearest ones of each row in a max-heap in the
 // output row. The radius is one for all queries or one per query (SqRadii).
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/options.hpp>
@@ -118,18 +119,18 @@ struct RadiusFillFunctor {
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     std::int64_t const b = res.offsets(qi);
-    int const len = int(res.offsets(qi + 1) - b);
+    std::int64_t const len = res.offsets(qi + 1) - b; // rows may exceed 2^31 where the tree has more points
     using IS = Segment<decltype(res.indices)>;
     using DS = Segment<decltype(res.sq_distances)>;
     if (capped) {
-      // the nearest `len` within the radius: a max-heap in the output row
-      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, len, sq_r(qi));
+      // the nearest `len` (<= max_neighbors <= 2^30) within the radius: a max-heap in the output row
+      kernels::RowHeapCandidates<Tree, IS, DS> cand(tree, IS{res.indices, b}, DS{res.sq_distances, b}, int(len), sq_r(qi));
       traverse(walk, tree, typename Tree::point_type(queries(qi)), cand);
       cand.heap.sort_heap();
     } else {
       FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r(qi), b};
       traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
-      if (sort) sort_csr_row(res, b, len);
+      if (sort) sort_csr_row(res, b, int(len)); // sorted rows are < 2^31 long (checked before the fill)
     }
   }
 };
@@ -195,9 +196,9 @@ struct RadiusCopyFunctor {
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     std::int64_t const b = res.offsets(qi);
-    int const len = int(res.offsets(qi + 1) - b);
-    if (len <= int(bidx.extent(1))) {
-      for (int j = 0; j < len; ++j) {
+    std::int64_t const len = res.offsets(qi + 1) - b;
+    if (len <= std::int64_t(bidx.extent(1))) {
+      for (std::int64_t j = 0; j < len; ++j) {
         res.indices(b + j) = bidx(i, j);
         res.sq_distances(b + j) = bdist(i, j);
       }
@@ -205,7 +206,7 @@ struct RadiusCopyFunctor {
       FillVisitor<Tree, decltype(res.indices), decltype(res.sq_distances)> v{res.indices, res.sq_distances, sq_r(qi), b};
       traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
     }
-    if (sort) sort_csr_row(res, b, len);
+    if (sort) sort_csr_row(res, b, int(len)); // sorted rows are < 2^31 long (checked before the fill)
   }
 };
 
@@ -238,9 +239,14 @@ struct AppendVisitor {
 /// or fixed per-query scratch) traverse twice or spend M x slots of memory;
 /// here the extra memory is the results' size and each thread's appends stay
 /// in its own cache (the fastest of the three on CPUs: docs/performance.md).
+/// The buffers' growth is counted against the bytes available when the call
+/// began (the host's MemAvailable, within kdforge::set_memory_limit): a
+/// search whose rows would not fit stops there instead of driving the host
+/// into swap or its out-of-memory killer.
 template <class Tree, class QV, class OV, class Counts>
 struct RadiusAppendFunctor {
   using T = typename Tree::coordinate_type;
+  using N = Neighbor<T, typename Tree::index_type>;
   Tree tree;
   QV queries;
   OV order;
@@ -248,26 +254,31 @@ struct RadiusAppendFunctor {
   SqRadiiFor<Tree> sq_r;
   Walk walk;
   std::int64_t m, chunk;
-  std::vector<std::vector<Neighbor<T, typename Tree::index_type>>>* rows;
+  std::vector<std::vector<N>>* rows;
   // An exception must not leave a parallel region (OpenMP would terminate
   // the program): a chunk whose buffer cannot grow raises the flag and gives
   // its memory back, the other chunks stop at their next query, and the
   // caller throws after the region.
   std::atomic<bool>* out_of_memory;
+  std::atomic<std::size_t>* held; // bytes of all chunks' buffers
+  std::size_t budget;
   void operator()(std::int64_t c) const {
     auto& out = (*rows)[c];
     std::int64_t const end = (c + 1) * chunk < m ? (c + 1) * chunk : m;
     try {
       for (std::int64_t i = c * chunk; i < end && !out_of_memory->load(std::memory_order_relaxed); ++i) {
         std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
-        std::size_t const before = out.size();
+        std::size_t const before = out.size(), capacity = out.capacity();
         AppendVisitor<Tree> v{&out, sq_r(qi)};
         traverse(walk, tree, typename Tree::point_type(queries(qi)), v);
         counts(qi) = std::int64_t(out.size() - before);
+        if (out.capacity() != capacity &&
+            held->fetch_add((out.capacity() - capacity) * sizeof(N)) + (out.capacity() - capacity) * sizeof(N) > budget)
+          throw std::bad_alloc();
       }
     } catch (std::bad_alloc const&) {
       out_of_memory->store(true, std::memory_order_relaxed);
-      std::vector<Neighbor<T, typename Tree::index_type>>().swap(out);
+      std::vector<N>().swap(out);
     }
   }
 };
@@ -286,13 +297,13 @@ struct CopyRowsFunctor {
     for (std::int64_t i = c * chunk; i < end; ++i) {
       std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
       std::int64_t const b = res.offsets(qi);
-      int const len = int(res.offsets(qi + 1) - b);
-      for (int j = 0; j < len; ++j) {
-        res.indices(b + j) = in[pos + j].index;
-        res.sq_distances(b + j) = in[pos + j].sq_dist;
+      std::int64_t const len = res.offsets(qi + 1) - b;
+      for (std::int64_t j = 0; j < len; ++j) {
+        res.indices(b + j) = in[pos + std::size_t(j)].index;
+        res.sq_distances(b + j) = in[pos + std::size_t(j)].sq_dist;
       }
       pos += std::size_t(len);
-      if (sort) sort_csr_row(res, b, len);
+      if (sort) sort_csr_row(res, b, int(len)); // sorted rows are < 2^31 long (checked before the copy)
     }
     std::vector<N>().swap(in); // give the memory back as soon as the chunk is copied
   }
@@ -315,26 +326,49 @@ void run_radius_count(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFo
   throw_if_bad_query(exec, workspace, q, check, "radius_count");
 }
 
-/// Points res.indices and res.sq_distances at the first `total` entries of
-/// their storage, grown (by a quarter more than needed) when too small.
+template <class Counts>
+struct MaxCount {
+  Counts counts;
+  KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t& v) const { v = counts(i) > v ? counts(i) : v; }
+};
+
+/// The result `out` is to become, its row storage ready for `total`
+/// neighbours: out's own when it holds that many (a loop allocates nothing
+/// once it is large enough), else a new one with a quarter to spare (or,
+/// when that does not fit, exactly `total`), allocated while out still
+/// holds its old rows: a failure leaves `out` as it was. Offsets: out's
+/// when they have extent m + 1, else new ones. Nothing is written.
 template <class Result>
-void reserve_rows(Result& res, std::int64_t total) {
-  if (std::int64_t(res.indices_storage.extent(0)) < total || std::int64_t(res.sq_distances_storage.extent(0)) < total) {
-    std::int64_t const cap = total + total / 4;
-    res.indices = {}; // free the old rows before the new ones are allocated
-    res.sq_distances = {};
-    res.indices_storage = {};
-    res.sq_distances_storage = {};
-    ensure_extents(res.indices_storage, "kdforge::radius::indices", cap);
-    ensure_extents(res.sq_distances_storage, "kdforge::radius::sq_distances", cap);
+Result staged_rows(Result const& out, std::int64_t m, std::int64_t total) {
+  Result res = out;
+  res.offsets = same_or_new(out.offsets, "kdforge::radius::offsets", m + 1);
+  if (std::int64_t(out.indices_storage.extent(0)) < total || std::int64_t(out.sq_distances_storage.extent(0)) < total) {
+    using IV = decltype(res.indices_storage);
+    using DV = decltype(res.sq_distances_storage);
+    auto grow = [&](std::int64_t cap) {
+      res.indices_storage = backend::allocate<IV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::indices"), cap);
+      advise_huge_pages(res.indices_storage);
+      res.sq_distances_storage =
+          backend::allocate<DV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::sq_distances"), cap);
+      advise_huge_pages(res.sq_distances_storage);
+    };
+    try {
+      grow(total + total / 4);
+    } catch (OutOfMemoryError const&) {
+      res.indices_storage = out.indices_storage; // the spare quarter did not fit: try without it
+      res.sq_distances_storage = out.sq_distances_storage;
+      grow(total);
+    }
   }
   res.indices = Kokkos::subview(res.indices_storage, Kokkos::make_pair(std::int64_t(0), total));
   res.sq_distances = Kokkos::subview(res.sq_distances_storage, Kokkos::make_pair(std::int64_t(0), total));
+  return res;
 }
 
 /// radius_search's work once its arguments are checked (see radius.hpp in
-/// core for the contract): count, scan, fill, by the method the options and
-/// the target pick.
+/// core for the contract): count, scan, allocate, fill, by the method the
+/// options and the target pick. The counts go to the workspace; nothing is
+/// written into `out` until every allocation has succeeded.
 template <class Exec, class Tree, class QV>
 void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFor<Tree> const& sq_r,
                        RadiusResultFor<Exec, Tree>& out, RadiusOptions const& options, Walk const& walk,
@@ -347,14 +381,14 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
   auto order = prepare_queries(exec, tree, q, options.order, workspace, options.check_queries);
 
   using Result = RadiusResultFor<Exec, Tree>;
-  Result& res = out;
-  ensure_extents(res.offsets, "kdforge::radius::offsets", m + 1);
-  auto counts = Kokkos::subview(res.offsets, Kokkos::make_pair(std::int64_t(0), m));
+  ensure_extents(workspace.radius_offsets, "kdforge::radius::counts", m + 1);
+  auto const offsets = workspace.radius_offsets;
+  auto counts = Kokkos::subview(offsets, Kokkos::make_pair(std::int64_t(0), m));
   // The scan runs over all M + 1 offsets, the last one 0 before it: the
   // total lands in offsets(M) on the device, and one read of it is the only
   // wait (a scan that returns its total reads the input's last element first
   // and waits for the counts, then again for the sum).
-  auto const last = Kokkos::subview(res.offsets, m);
+  auto const last = Kokkos::subview(offsets, m);
   Kokkos::deep_copy(exec, last, std::int64_t(0));
   bool const buffered = options.buffer_size > 0 && options.max_neighbors < 0;
   bool const appended = !runs_on_gpu<Exec>() && options.buffer_size < 0 && options.max_neighbors < 0;
@@ -374,25 +408,28 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
     if (m > 0 && appended) {
       rows.resize(std::size_t(n_chunks));
       std::atomic<bool> out_of_memory{false};
+      std::atomic<std::size_t> held{0};
+      std::size_t const budget = backend::available_bytes_in<Kokkos::HostSpace>();
       Kokkos::parallel_for("kdforge::radius::count_and_append", ChunkPolicy(exec, 0, n_chunks),
                            RadiusAppendFunctor<Tree, QV, decltype(order), decltype(counts)>{
-                               tree, q, order, counts, sq_r, walk, m, chunk, &rows, &out_of_memory});
+                               tree, q, order, counts, sq_r, walk, m, chunk, &rows, &out_of_memory, &held, budget});
       exec.fence();
       if (out_of_memory.load()) {
         std::size_t found = 0;
         for (auto const& r : rows) found += r.size();
         std::vector<std::vector<N>>().swap(rows);
-        fail("radius_search", "out of memory while recording the neighbours (", found,
-                     " recorded when it ran out, ", sizeof(N),
-                     " bytes each); use a smaller radius, RadiusOptions::max_neighbors, or fewer queries per call");
+        throw_out_of_memory("radius_search", "recording the neighbours (" + std::to_string(found) +
+                                                 " recorded when it stopped, " + std::to_string(sizeof(N)) + " bytes each)",
+                            "Host", held.load(), budget,
+                            "use a smaller radius, RadiusOptions::max_neighbors, or fewer queries per call");
       }
     }
   }
   if (appended) {
     // counted and recorded above
   } else if (m > 0 && buffered) {
-    bidx = decltype(bidx)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
-    bdist = decltype(bdist)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
+    bidx = backend::allocate<decltype(bidx)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
+    bdist = backend::allocate<decltype(bdist)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
     with_fixed_split<Exec>(tree, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::count_and_buffer", QueryPolicy<Exec>(exec, 0, m),
@@ -409,11 +446,21 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
   }
   // a bad query is reported before the rows are allocated
   throw_if_bad_query(exec, workspace, q, options.check_queries, "radius_search");
-  backend::exclusive_scan_async(exec, res.offsets, res.offsets, workspace.scratch);
+  if (options.sort && m > 0) { // a sorted row is sorted by a heap of 32-bit positions
+    std::int64_t longest = 0;
+    Kokkos::parallel_reduce("kdforge::radius::longest_row", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                            MaxCount<decltype(counts)>{counts}, Kokkos::Max<std::int64_t>(longest));
+    KDFORGE_REQUIRE(longest <= std::int64_t(0x7fffffff), "radius_search", "a row of ", longest,
+                    " neighbours cannot be sorted (RadiusOptions::sort sorts rows of up to 2^31 - 1); leave sort off, "
+                    "or use a smaller radius or RadiusOptions::max_neighbors");
+  }
+  backend::exclusive_scan_async(exec, offsets, offsets, workspace.scratch);
   std::int64_t total = 0;
   Kokkos::deep_copy(exec, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&total), last);
   exec.fence();
-  reserve_rows(res, total);
+  Result res = staged_rows(out, m, total);
+  // every allocation made: from here on `out`'s storage may be written
+  Kokkos::deep_copy(exec, res.offsets, offsets);
   if constexpr (!runs_on_gpu<Exec>()) {
     if (m > 0 && appended) {
       Kokkos::parallel_for("kdforge::radius::copy_rows", ChunkPolicy(exec, 0, n_chunks),
@@ -438,6 +485,7 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
     });
   }
   exec.fence();
+  out = res;
 }
 
 } // namespace kdforge::detail

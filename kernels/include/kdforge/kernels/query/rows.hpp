@@ -1,6 +1,7 @@
 #pragma once
 // Writing results: rows of M x k Views, CSR segments, sorted candidate lists
 // into rows, heap rows sorted in place, result Views kept when they fit.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/host/huge_pages.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/kernels/query/candidates.hpp>
@@ -74,18 +75,37 @@ KOKKOS_FORCEINLINE_FUNCTION void finish_heap_row(Result const& res, std::int64_t
 
 /// v keeps its allocation when it already has extent e0 (x e1); otherwise a
 /// new one (contents undefined, huge pages asked for on hosts: every query
-/// writes its row at its caller's position) replaces it.
+/// writes its row at its caller's position) replaces it. v is left as it
+/// was when the allocation fails.
 template <class V>
 void ensure_extents(V& v, char const* label, std::int64_t e0) {
   if (v.data() != nullptr && std::int64_t(v.extent(0)) == e0) return;
-  v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), e0);
+  v = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), e0);
   advise_huge_pages(v);
 }
 template <class V>
 void ensure_extents(V& v, char const* label, std::int64_t e0, std::int64_t e1) {
   if (v.data() != nullptr && std::int64_t(v.extent(0)) == e0 && std::int64_t(v.extent(1)) == e1) return;
-  v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), e0, e1);
+  v = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), e0, e1);
   advise_huge_pages(v);
+}
+
+/// v itself when it has extent e0 (x e1), else a new View of those extents
+/// (as ensure_extents makes it); v is not changed. The entry points write
+/// into such a copy of the caller's result and assign it back once every
+/// allocation of the call has succeeded, so a failed allocation leaves the
+/// caller's earlier results as they were.
+template <class V>
+V same_or_new(V const& v, char const* label, std::int64_t e0) {
+  V w = v;
+  ensure_extents(w, label, e0);
+  return w;
+}
+template <class V>
+V same_or_new(V const& v, char const* label, std::int64_t e0, std::int64_t e1) {
+  V w = v;
+  ensure_extents(w, label, e0, e1);
+  return w;
 }
 
 /// A 1-D View read and written as the single column of an M x 1 result, so

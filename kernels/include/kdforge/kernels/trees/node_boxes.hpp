@@ -20,6 +20,7 @@
 // is markedly thinner than the axis-aligned one: patches of tilted planes,
 // spheres and scanned surfaces, and pieces of lines that do not run along
 // an axis.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/profiling.hpp>
@@ -360,11 +361,11 @@ build_node_boxes(Exec const& exec, Tree const& tree) {
   std::int64_t const count = n / 2; // node s has a child slot iff 2s + 1 < n
   NodeBoxes<MS, T, D, Index> r;
   if (count == 0) return r;
-  Kokkos::View<NodeRecord<T, D, Index>*, MS> records(
+  auto records = backend::allocate<Kokkos::View<NodeRecord<T, D, Index>*, MS>>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::node_boxes"), count);
   Kokkos::View<oriented_detail::Moments<D>*, MS> moments;
   if constexpr (orientable<D>)
-    moments = decltype(moments)(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_moments"), count);
+    moments = backend::allocate<decltype(moments)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_moments"), count);
   detail::NodeBoxLevel<Tree, decltype(records), decltype(moments)> level{tree, records, moments, count, {}, 0};
   auto const bounds = tree.bounds();
   for (int d = 0; d < D; ++d) {
@@ -374,7 +375,8 @@ build_node_boxes(Exec const& exec, Tree const& tree) {
   int const top = lb::level(count - 1); // the deepest level with inner nodes
   for (int l = top; l >= 0; --l) {
     std::int64_t const b = lb::full(l), e = lb::min64(lb::full(l + 1), count);
-    Kokkos::parallel_for("kdforge::build::node_boxes", Kokkos::RangePolicy<Exec>(exec, b, e), level);
+    Kokkos::parallel_for("kdforge::build::node_boxes",
+                         Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, b, e), level);
   }
   r.records = records;
   r.count = Index(count);
@@ -403,7 +405,7 @@ double box_fill(Exec const& exec, Tree const& tree) {
   int const top = lb::level(count - 1);
   int const deep = top - 6 < 10 ? (top - 6 > 0 ? top - 6 : 0) : 10;
   std::int64_t const nodes = lb::min64(lb::full(deep + 1), count) - lb::full(deep);
-  Kokkos::View<double**, Kokkos::LayoutRight, MS> out("kdforge::build::box_fill", nodes, 4 * D);
+  auto out = backend::allocate<Kokkos::View<double**, Kokkos::LayoutRight, MS>>("kdforge::build::box_fill", nodes, 4 * D);
   Kokkos::parallel_for("kdforge::build::box_fill", Kokkos::TeamPolicy<Exec>(exec, nodes, Kokkos::AUTO),
                        detail::SampleBoxes<Tree, decltype(out)>{tree, out, deep});
   auto const h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, out);

@@ -26,6 +26,7 @@
 //  - The paper tracks node ownership per dimension; here one owner per
 //    position (binary search in the level's list of splitting nodes, whose
 //    ranges are in position order) serves all D lists.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/profiling.hpp>
@@ -320,20 +321,20 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   std::int64_t const n = std::int64_t(pts.extent(0));
   int const dim = int(pts.extent(1));
   std::int64_t const peak = peak_bytes<T, Index>(n, dim);
-  Kokkos::View<T**, Kokkos::LayoutRight, MS> tree_points("kdforge::bucket_tree::points", n, dim);
-  Kokkos::View<Index*, MS> indices("kdforge::bucket_tree::indices", n);
+  auto tree_points = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>("kdforge::bucket_tree::points", n, dim);
+  auto indices = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::bucket_tree::indices", n);
   if (n == 0)
-    return Tree(tree_points, indices, Kokkos::View<NodeT*, MS>("kdforge::bucket_tree::nodes", 0),
-                Kokkos::View<T**, Kokkos::LayoutRight, MS>("kdforge::bucket_tree::boxes", 0, 2 * dim), 0, bucket,
+    return Tree(tree_points, indices, backend::allocate<Kokkos::View<NodeT*, MS>>("kdforge::bucket_tree::nodes", 0),
+                backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>("kdforge::bucket_tree::boxes", 0, 2 * dim), 0, bucket,
                 peak);
   std::int64_t const dn = n * std::int64_t(dim);
 
   // Algorithm 1: every dimension sorted once (one segmented sort)
-  Kokkos::View<Index*, MS> order(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order"), dn);
+  auto order = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order"), dn);
   {
     kdforge::detail::Region r("kdforge::build_bucket_tree::presort");
-    Kokkos::View<Key<T>*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::keys"), dn);
-    Kokkos::View<std::int64_t*, MS> offsets(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::offsets"),
+    auto keys = backend::allocate<Kokkos::View<Key<T>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::keys"), dn);
+    auto offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::offsets"),
                                             dim + 1);
     Kokkos::parallel_for("kdforge::build_bucket_tree::keys", Kokkos::RangePolicy<Exec>(exec, 0, dn),
                          PresortKeys<decltype(pts), decltype(keys), decltype(order)>{pts, keys, order, n});
@@ -344,15 +345,15 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
 
   // nodes and boxes grow level by level (at most 2N - 1 nodes)
   std::int64_t capacity = n < 512 ? 2 * n : 1024;
-  Kokkos::View<NodeT*, MS> nodes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::nodes"), capacity);
-  Kokkos::View<T**, Kokkos::LayoutRight, MS> boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::boxes"),
+  auto nodes = backend::allocate<Kokkos::View<NodeT*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::nodes"), capacity);
+  auto boxes = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::boxes"),
                                                   capacity, 2 * dim);
   Kokkos::deep_copy(exec, Kokkos::subview(nodes, 0), NodeT{Index(-1), Index(-1), Index(0), Index(n), -1, T(0)});
   Kokkos::parallel_for("kdforge::build_bucket_tree::root_box", Kokkos::RangePolicy<Exec>(exec, 0, dim),
                        RootBox<decltype(pts), decltype(order), decltype(boxes)>{pts, order, boxes, n, dim});
 
   using Split = Kokkos::View<Splitting<Index>*, MS>;
-  Split split("kdforge::bucket_tree::splitting", 1);
+  auto split = backend::allocate<Split>("kdforge::bucket_tree::splitting", 1);
   std::int64_t splitting = n > bucket ? 1 : 0;
   if (splitting) Kokkos::deep_copy(exec, Kokkos::subview(split, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
   std::int64_t node_count = 1;
@@ -360,10 +361,10 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   Kokkos::View<Index*, MS> order_out, flags, scan;
   Kokkos::View<std::uint8_t*, MS> side;
   if (splitting) {
-    order_out = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order_out"), dn);
-    flags = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::flags"), dn);
-    scan = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::scan"), dn);
-    side = Kokkos::View<std::uint8_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::side"), n);
+    order_out = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order_out"), dn);
+    flags = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::flags"), dn);
+    scan = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::scan"), dn);
+    side = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::side"), n);
   }
   while (splitting > 0) { // Algorithm 2, one level
     kdforge::detail::Region r("kdforge::build_bucket_tree::level");
@@ -371,8 +372,8 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     if (first_child + 2 * splitting > capacity) {
       while (first_child + 2 * splitting > capacity) capacity *= 2;
       capacity = capacity < 2 * n - 1 ? capacity : 2 * n - 1;
-      Kokkos::resize(nodes, capacity);
-      Kokkos::resize(boxes, capacity, 2 * dim);
+      backend::resize(nodes, capacity);
+      backend::resize(boxes, capacity, 2 * dim);
     }
     Kokkos::parallel_for("kdforge::build_bucket_tree::split", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
                          ChooseSplit<decltype(pts), decltype(order), decltype(boxes), decltype(nodes), Split>{
@@ -393,12 +394,12 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
                          ChildBoxes<decltype(pts), decltype(order), decltype(boxes), decltype(nodes)>{
                              pts, order, boxes, nodes, n, dim, first_child});
     // the children that split next
-    Kokkos::View<Index*, MS> next_flags("kdforge::bucket_tree::next_flags", children);
-    Kokkos::View<Index*, MS> next_scan("kdforge::bucket_tree::next_scan", children);
+    auto next_flags = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::bucket_tree::next_flags", children);
+    auto next_scan = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::bucket_tree::next_scan", children);
     Kokkos::parallel_for("kdforge::build_bucket_tree::next", Kokkos::RangePolicy<Exec>(exec, 0, children),
                          SplitsNext<decltype(nodes), decltype(next_flags)>{nodes, next_flags, first_child, bucket});
     std::int64_t const next_count = std::int64_t(backend::exclusive_scan(exec, next_flags, next_scan));
-    Split next(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::splitting"), next_count);
+    auto next = backend::allocate<Split>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::splitting"), next_count);
     Kokkos::parallel_for("kdforge::build_bucket_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
                          CompactNext<decltype(nodes), decltype(next_flags), Split>{nodes, next_flags, next_scan, next,
                                                                                    first_child});
@@ -410,8 +411,8 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   Kokkos::parallel_for("kdforge::build_bucket_tree::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        GatherPoints<decltype(pts), decltype(order), decltype(tree_points), decltype(indices)>{
                            pts, order, tree_points, indices, dim});
-  Kokkos::resize(nodes, node_count);
-  Kokkos::resize(boxes, node_count, 2 * dim);
+  backend::resize(nodes, node_count);
+  backend::resize(boxes, node_count, 2 * dim);
   exec.fence();
   return Tree(tree_points, indices, nodes, boxes, level, bucket, peak);
 }

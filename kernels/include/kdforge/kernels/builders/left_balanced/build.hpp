@@ -2,6 +2,7 @@
 // The left-balanced k-d tree (Wald 2022) from validated points: the points
 // checked for NaN/Inf, the bounding box, one of the three builders for the
 // level-order permutation, then the points gathered into tree order.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/host/huge_pages.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/base/profiling.hpp>
@@ -72,7 +73,7 @@ build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
 
   std::int64_t const n = std::int64_t(pts.extent(0));
   Box<T, D> const bounds = backend::bounding_box(exec, pts);
-  Kokkos::View<std::uint8_t*, MS> dims(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::split_dims"), n);
+  auto dims = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::split_dims"), n);
   Kokkos::View<Index*, MS> node_point;
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible;
   SplitPolicy const split = resolve_split(options.split, bounds);
@@ -97,9 +98,9 @@ build_left_balanced_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
   }
 
   // Gather points and input indices into tree order.
-  Kokkos::View<Point<T, D>*, MS> tree_points(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points"), n);
-  Kokkos::View<Index*, MS> tree_index(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::indices"), n);
-  Kokkos::View<typename Tree::node_type*, MS> tree_nodes(
+  auto tree_points = backend::allocate<Kokkos::View<Point<T, D>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points"), n);
+  auto tree_index = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::indices"), n);
+  auto tree_nodes = backend::allocate<Kokkos::View<typename Tree::node_type*, MS>>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::nodes"), n);
   advise_huge_pages(tree_nodes); // what the queries read (see memory.hpp)
   bool const remap = input_index.extent(0) > 0 || dropped > 0;

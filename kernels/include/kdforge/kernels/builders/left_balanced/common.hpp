@@ -5,6 +5,7 @@
 //  - per-node split dimensions (round robin, or split-widest-dimension of
 //    section 6 with the node's domain box obtained by clipping the scene box
 //    with the planes of its ancestors, walking up from the node).
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/kernels/trees/level_order.hpp>
 #include <kdforge/base/options.hpp>
@@ -55,8 +56,8 @@ presort_dimensions(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec::m
   using Key = std::conditional_t<std::is_same<T, float>::value, std::uint32_t, std::uint64_t>;
   kdforge::detail::Region region("kdforge::build::presort");
   Index const n = Index(pts.extent(0));
-  Kokkos::View<Index**, Kokkos::LayoutRight, MS> perm(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::presort::perm"), D, n);
-  Kokkos::View<Key*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::presort::keys"), n);
+  auto perm = backend::allocate<Kokkos::View<Index**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::presort::perm"), D, n);
+  auto keys = backend::allocate<Kokkos::View<Key*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::presort::keys"), n);
   Kokkos::View<char*, MS> workspace; // one sort scratch for all D sorts, no fence between them
   for (int d = 0; d < D; ++d) {
     auto row = Kokkos::subview(perm, d, Kokkos::ALL);

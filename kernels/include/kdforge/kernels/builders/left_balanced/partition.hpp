@@ -29,6 +29,7 @@
 // are finished by one team per sub-tree in team scratch (a GPU block in
 // shared memory): those levels would otherwise cost a few launches over all
 // N each while moving only small segments.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/kernels/builders/left_balanced/common.hpp>
 
 #include <type_traits>
@@ -351,20 +352,20 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
   using DimV = Kokkos::View<std::uint8_t*, MS>;
   using ScanV = Kokkos::View<std::uint64_t*, MS>;
   std::int64_t const n = std::int64_t(pts.extent(0));
-  IV node_point(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
+  auto node_point = backend::allocate<IV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
   if (n == 0) return node_point;
 
   Rows<PermV, D> rows{presort_dimensions<Exec, T, D, Index>(exec, pts),
-                      PermV(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::perm_next"), D, n), 0};
+                      backend::allocate<PermV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::perm_next"), D, n), 0};
   // Zeroed by asynchronous fills: an initialised View fences after its fill.
-  IV tag(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::tag"), n); // sub-tree owning each position
-  IV node_begin(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_begin"), n); // segment begins
+  auto tag = backend::allocate<IV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::tag"), n); // sub-tree owning each position
+  auto node_begin = backend::allocate<IV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_begin"), n); // segment begins
   Kokkos::deep_copy(exec, tag, Index(0));
   Kokkos::deep_copy(exec, node_begin, Index(0));
-  DimV side(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::side"), n);
-  ScanV scan(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::scan"), n);
-  IV pivot_pos1(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::pivot_pos1"), n); // per node
-  IV pivot_pos2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::pivot_pos2"), n);
+  auto side = backend::allocate<DimV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::side"), n);
+  auto scan = backend::allocate<ScanV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::scan"), n);
+  auto pivot_pos1 = backend::allocate<IV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::pivot_pos1"), n); // per node
+  auto pivot_pos2 = backend::allocate<IV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::pivot_pos2"), n);
   // Vendor scan scratch allocated once: a fresh temporary per scan cost
   // ~50 us each on the H100.
   Kokkos::View<char*, MS> scan_workspace;
@@ -416,7 +417,7 @@ build_left_balanced_partition(Exec const& exec, Kokkos::View<Point<T, D>*, typen
     if (D > 64) rows.in_b ^= 1u;
   }
   if (l0 < L) {
-    Kokkos::View<std::uint16_t*, MS> lid(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::local_id"), n);
+    auto lid = backend::allocate<Kokkos::View<std::uint16_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::local_id"), n);
     int const roots = int(lb::min64(lb::full(l0 + 1), n) - lb::full(l0));
     auto finish = [&](auto widest_tag) {
       constexpr bool W = decltype(widest_tag)::value;

@@ -19,6 +19,7 @@
 // every builder uses, (coordinate, input index), so the tree is identical to
 // theirs (checked by a test); clipping the box top-down here and bottom-up
 // in widest_split_dim gives the same box, min and max being exact.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/kernels/builders/left_balanced/common.hpp>
 #include <kdforge/kernels/trees/packed_node.hpp>
 
@@ -179,9 +180,9 @@ build_left_balanced_recursive(Exec const& exec, Kokkos::View<Point<T, D>*, typen
                 "kdforge: the recursive_select builder runs on host execution spaces only");
   using N = PackedNode<T, D, Index>;
   std::int64_t const n = std::int64_t(pts.extent(0));
-  Kokkos::View<Index*, MS> node_point(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
+  auto node_point = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
   if (n == 0) return node_point;
-  Kokkos::View<N*, MS> work(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::select_work"), n);
+  auto work = backend::allocate<Kokkos::View<N*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::select_work"), n);
   Kokkos::parallel_for("kdforge::build::select_fill", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        recursive_detail::Fill<std::decay_t<decltype(pts)>, N>{pts, work.data()});
   exec.fence();
@@ -198,7 +199,7 @@ build_left_balanced_recursive(Exec const& exec, Kokkos::View<Point<T, D>*, typen
   std::vector<Pending> level{{0, 0, bounds}};
   std::int64_t const cores = std::int64_t(exec.concurrency());
   if (cores > 1) {
-    Kokkos::View<N*, MS> tmp(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::select_tmp"), n);
+    auto tmp = backend::allocate<Kokkos::View<N*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::select_tmp"), n);
     while (std::int64_t(level.size()) < cores && lb::subtree_size(level.front().s, n) > (std::int64_t(1) << 17)) {
       std::vector<Pending> next;
       for (auto const& p : level) {

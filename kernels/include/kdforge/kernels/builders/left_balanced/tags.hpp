@@ -16,6 +16,7 @@
 //  - Each iteration sorts only the suffix after the fixed prefix (7.1): at
 //    iteration l that is [F(l-1), N), because the nodes of level l-1 reach
 //    their final slots in this very sort.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/kernels/builders/left_balanced/common.hpp>
 
 namespace kdforge::kernels {
@@ -73,19 +74,19 @@ build_left_balanced_tags(Exec const& exec, Kokkos::View<Point<T, D>*, typename E
                          Kokkos::View<std::uint8_t*, typename Exec::memory_space> const& dims) {
   using MS = typename Exec::memory_space;
   std::int64_t const n = std::int64_t(pts.extent(0));
-  Kokkos::View<Index*, MS> node_point(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
+  auto node_point = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::node_point"), n);
   if (n == 0) return node_point;
 
   // rank(d, p): position of point p in the dimension-d presort
   auto perm = presort_dimensions<Exec, T, D, Index>(exec, pts);
-  Kokkos::View<Index**, Kokkos::LayoutRight, MS> rank(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::rank"), D, n);
+  auto rank = backend::allocate<Kokkos::View<Index**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::rank"), D, n);
   Kokkos::parallel_for("kdforge::build::tags::rank", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        tags_detail::Ranks<decltype(perm), decltype(rank)>{perm, rank, D});
   perm = {};
 
   int const bits = bits_for(n);
-  Kokkos::View<Index*, MS> point(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::tags::point"), n);
-  Kokkos::View<std::uint64_t*, MS> key("kdforge::build::tags::key", n); // tag = key >> bits; all tags start at 0
+  auto point = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::build::tags::point"), n);
+  auto key = backend::allocate<Kokkos::View<std::uint64_t*, MS>>("kdforge::build::tags::key", n); // tag = key >> bits; all tags start at 0
   Kokkos::parallel_for("kdforge::build::tags::init", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        tags_detail::Iota<decltype(point)>{point});
 

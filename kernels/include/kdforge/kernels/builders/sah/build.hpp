@@ -52,6 +52,7 @@
 //    node's chunks per node, and its doubling lists Kokkos::resize.
 //  - Leaves are stored as ranges of a separate triangle-index list rather
 //    than inline in the node array.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
@@ -981,7 +982,7 @@ namespace detail {
 template <class Exec, class View>
 void grow(Exec const& exec, View& v, std::size_t needed, std::size_t valid) {
   if (v.extent(0) >= needed) return;
-  View w(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(needed, 2 * v.extent(0)));
+  auto w = backend::allocate<View>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(needed, 2 * v.extent(0)));
   if (valid > 0)
     Kokkos::deep_copy(exec, Kokkos::subview(w, std::make_pair(std::size_t(0), valid)),
                       Kokkos::subview(v, std::make_pair(std::size_t(0), valid)));
@@ -994,7 +995,7 @@ void grow(Exec const& exec, View& v, std::size_t needed, std::size_t valid) {
 template <class View>
 void reserve(View& v, std::size_t n) {
   if (v.extent(0) >= n) return;
-  v = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(n, v.extent(0) + v.extent(0) / 2));
+  v = backend::allocate<View>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(n, v.extent(0) + v.extent(0) / 2));
 }
 
 // Exclusive scan of v(0..n) in place, after v(n) = 0, so v(n) is the total;
@@ -1060,17 +1061,17 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   int const small_size = options.small_node_size;
   auto const W = Kokkos::WithoutInitializing;
 
-  Kokkos::View<T* [3][3], MS> corners(Kokkos::view_alloc(W, "kdforge::sah::corners"), f);
+  auto corners = backend::allocate<Kokkos::View<T* [3][3], MS>>(Kokkos::view_alloc(W, "kdforge::sah::corners"), f);
   if (f == 0) {
-    return TriangleTree<MS, T>(OutView("kdforge::sah::nodes", 0), IntView("kdforge::sah::leaf_triangles", 0), corners,
+    return TriangleTree<MS, T>(backend::allocate<OutView>("kdforge::sah::nodes", 0), backend::allocate<IntView>("kdforge::sah::leaf_triangles", 0), corners,
                                Box<T, 3>::empty(), 0, tree_costs);
   }
   // initialisation: each triangle's corners and box, the scene box
-  BoxView boxes(Kokkos::view_alloc(W, "kdforge::sah::boxes"), f);
-  IntView tris(Kokkos::view_alloc(W, "kdforge::sah::tris"), f);
+  auto boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::boxes"), f);
+  auto tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::tris"), f);
   Box<T, 3> scene;
   {
-    Kokkos::View<Point<T, 3>*, MS> points(Kokkos::view_alloc(W, "kdforge::sah::points"), 3 * f);
+    auto points = backend::allocate<Kokkos::View<Point<T, 3>*, MS>>(Kokkos::view_alloc(W, "kdforge::sah::points"), 3 * f);
     Kokkos::parallel_for("kdforge::sah::init", Policy(exec, 0, f),
                          InitTriangles<T, Vertices, Triangles, decltype(corners), BoxView, IntView, decltype(points)>{
                              vertices, triangles, corners, boxes, tris, points});
@@ -1084,18 +1085,18 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
 
   // the nodes as the stages make them; the leaves of the large-node stage's
   // triangles (the pool); the small roots and their triangles
-  BuiltView built(Kokkos::view_alloc(W, "kdforge::sah::built"), 64);
-  IntView pool_tris(Kokkos::view_alloc(W, "kdforge::sah::pool"), 64);
-  RootView roots(Kokkos::view_alloc(W, "kdforge::sah::roots"), 16);
-  IntView small_tris(Kokkos::view_alloc(W, "kdforge::sah::small_tris"), 16 * small_capacity);
-  BoxView small_boxes(Kokkos::view_alloc(W, "kdforge::sah::small_boxes"), 16 * small_capacity);
+  auto built = backend::allocate<BuiltView>(Kokkos::view_alloc(W, "kdforge::sah::built"), 64);
+  auto pool_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::pool"), 64);
+  auto roots = backend::allocate<RootView>(Kokkos::view_alloc(W, "kdforge::sah::roots"), 16);
+  auto small_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::small_tris"), 16 * small_capacity);
+  auto small_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::small_boxes"), 16 * small_capacity);
   std::int32_t built_count = 1, pool_count = 0, root_count = 0;
   // scan temporary storage, and the totals the host needs from each level
-  Kokkos::View<char*, MS> scan_space("kdforge::sah::scan_workspace", 0);
-  Kokkos::View<std::int32_t*, MS> totals("kdforge::sah::totals", 6);
+  auto scan_space = backend::allocate<Kokkos::View<char*, MS>>("kdforge::sah::scan_workspace", 0);
+  auto totals = backend::allocate<Kokkos::View<std::int32_t*, MS>>("kdforge::sah::totals", 6);
   auto const totals_h = Kokkos::create_mirror_view(Kokkos::HostSpace(), totals);
 
-  LargeView active(Kokkos::view_alloc(W, "kdforge::sah::active"), 1);
+  auto active = backend::allocate<LargeView>(Kokkos::view_alloc(W, "kdforge::sah::active"), 1);
   std::int32_t active_count = 0;
   std::int64_t ref_count = f;
   {
@@ -1115,26 +1116,26 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   }
 
   // ---- large-node stage: one level per pass, over scratch reused level to level
-  IntView chunks(Kokkos::view_alloc(W, "kdforge::sah::chunks"), 0);
-  IntView owner(Kokkos::view_alloc(W, "kdforge::sah::chunk_owner"), 0);
-  BoxView chunk_boxes(Kokkos::view_alloc(W, "kdforge::sah::chunk_boxes"), 0);
-  PlanView plans(Kokkos::view_alloc(W, "kdforge::sah::plans"), 0);
-  Kokkos::View<std::int32_t* [6], MS> axis_counts(Kokkos::view_alloc(W, "kdforge::sah::axis_counts"), 0);
-  IntView lscan(Kokkos::view_alloc(W, "kdforge::sah::left"), 0);
-  IntView rscan(Kokkos::view_alloc(W, "kdforge::sah::right"), 0);
-  BoxView lboxes(Kokkos::view_alloc(W, "kdforge::sah::left_boxes"), 0);
-  BoxView rboxes(Kokkos::view_alloc(W, "kdforge::sah::right_boxes"), 0);
-  IntView new_nodes(Kokkos::view_alloc(W, "kdforge::sah::new_nodes"), 0);
-  IntView pool(Kokkos::view_alloc(W, "kdforge::sah::pool_offsets"), 0);
-  IntView next_large(Kokkos::view_alloc(W, "kdforge::sah::next_large"), 0);
-  IntView next_small(Kokkos::view_alloc(W, "kdforge::sah::next_small"), 0);
-  IntView next_refs(Kokkos::view_alloc(W, "kdforge::sah::next_refs"), 0);
-  IntView staged(Kokkos::view_alloc(W, "kdforge::sah::staged"), 0);
-  LargeView next(Kokkos::view_alloc(W, "kdforge::sah::active"), 0);
-  IntView next_tris(Kokkos::view_alloc(W, "kdforge::sah::tris"), 0);
-  BoxView next_boxes(Kokkos::view_alloc(W, "kdforge::sah::boxes"), 0);
-  IntView staged_tris(Kokkos::view_alloc(W, "kdforge::sah::staged_tris"), 0);
-  BoxView staged_boxes(Kokkos::view_alloc(W, "kdforge::sah::staged_boxes"), 0);
+  auto chunks = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::chunks"), 0);
+  auto owner = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::chunk_owner"), 0);
+  auto chunk_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::chunk_boxes"), 0);
+  auto plans = backend::allocate<PlanView>(Kokkos::view_alloc(W, "kdforge::sah::plans"), 0);
+  auto axis_counts = backend::allocate<Kokkos::View<std::int32_t* [6], MS>>(Kokkos::view_alloc(W, "kdforge::sah::axis_counts"), 0);
+  auto lscan = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::left"), 0);
+  auto rscan = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::right"), 0);
+  auto lboxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::left_boxes"), 0);
+  auto rboxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::right_boxes"), 0);
+  auto new_nodes = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::new_nodes"), 0);
+  auto pool = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::pool_offsets"), 0);
+  auto next_large = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::next_large"), 0);
+  auto next_small = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::next_small"), 0);
+  auto next_refs = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::next_refs"), 0);
+  auto staged = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::staged"), 0);
+  auto next = backend::allocate<LargeView>(Kokkos::view_alloc(W, "kdforge::sah::active"), 0);
+  auto next_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::tris"), 0);
+  auto next_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::boxes"), 0);
+  auto staged_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::staged_tris"), 0);
+  auto staged_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::staged_boxes"), 0);
   while (active_count > 0) {
     kdforge::detail::Region level("kdforge::sah::large_level");
     std::int32_t const a = active_count;
@@ -1232,14 +1233,14 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   // ---- small-node stage
   if (root_count > 0) {
     kdforge::detail::Region stage("kdforge::sah::small_stage");
-    CandView candidates(Kokkos::view_alloc(W, "kdforge::sah::candidates"),
+    auto candidates = backend::allocate<CandView>(Kokkos::view_alloc(W, "kdforge::sah::candidates"),
                         std::int64_t(root_count) * candidates_per_root);
     Kokkos::parallel_for("kdforge::sah::preprocess_small", Policy(exec, 0, std::int64_t(root_count) * candidates_per_root),
                          PreprocessCandidates<T, RootView, BoxView, CandView>{roots, small_boxes, candidates});
-    SmallView small(Kokkos::view_alloc(W, "kdforge::sah::small"), root_count);
-    SmallView next_small_nodes(Kokkos::view_alloc(W, "kdforge::sah::small"), 0);
-    IntView choice(Kokkos::view_alloc(W, "kdforge::sah::choice"), 0);
-    IntView children(Kokkos::view_alloc(W, "kdforge::sah::children"), 0);
+    auto small = backend::allocate<SmallView>(Kokkos::view_alloc(W, "kdforge::sah::small"), root_count);
+    auto next_small_nodes = backend::allocate<SmallView>(Kokkos::view_alloc(W, "kdforge::sah::small"), 0);
+    auto choice = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::choice"), 0);
+    auto children = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::children"), 0);
     Kokkos::parallel_for("kdforge::sah::start_small", Policy(exec, 0, root_count),
                          StartSmallNodes<T, RootView, SmallView>{roots, small});
     std::int32_t small_count = root_count;
@@ -1270,12 +1271,12 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
 
   // ---- output stage (Algorithm 5): levels, sizes bottom-up, preorder top-down
   kdforge::detail::Region output("kdforge::sah::preorder");
-  Kokkos::View<std::uint32_t*, MS> keys(Kokkos::view_alloc(W, "kdforge::sah::levels"), built_count);
-  IntView ids(Kokkos::view_alloc(W, "kdforge::sah::level_ids"), built_count);
+  auto keys = backend::allocate<Kokkos::View<std::uint32_t*, MS>>(Kokkos::view_alloc(W, "kdforge::sah::levels"), built_count);
+  auto ids = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::level_ids"), built_count);
   Kokkos::parallel_for("kdforge::sah::depth_keys", Policy(exec, 0, built_count),
                        DepthKeys<BuiltView, decltype(keys), IntView>{built, keys, ids});
   backend::sort_by_key(exec, keys, ids, 0, 8);
-  IntView levels("kdforge::sah::level_starts", max_depth + 2);
+  auto levels = backend::allocate<IntView>("kdforge::sah::level_starts", max_depth + 2);
   Kokkos::parallel_for("kdforge::sah::level_starts", Policy(exec, 0, built_count),
                        LevelStarts<decltype(keys), IntView>{keys, levels});
   exec.fence();
@@ -1286,18 +1287,18 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   std::vector<std::int32_t> starts(height + 2);
   for (int l = 0; l <= height; ++l) starts[l] = h_levels(l);
   starts[height + 1] = built_count;
-  IntView sub_nodes(Kokkos::view_alloc(W, "kdforge::sah::sub_nodes"), built_count);
-  IntView sub_refs(Kokkos::view_alloc(W, "kdforge::sah::sub_refs"), built_count);
+  auto sub_nodes = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::sub_nodes"), built_count);
+  auto sub_refs = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::sub_refs"), built_count);
   for (int l = height; l >= 0; --l)
     Kokkos::parallel_for("kdforge::sah::up_pass", Policy(exec, 0, starts[l + 1] - starts[l]),
                          UpPass<T, BuiltView, IntView, IntView>{built, ids, starts[l], sub_nodes, sub_refs});
   std::int32_t node_total = 0, ref_total = 0;
   Kokkos::deep_copy(node_total, Kokkos::subview(sub_nodes, 0));
   Kokkos::deep_copy(ref_total, Kokkos::subview(sub_refs, 0));
-  OutView out(Kokkos::view_alloc(W, "kdforge::sah::nodes"), node_total);
-  IntView leaf_tris(Kokkos::view_alloc(W, "kdforge::sah::leaf_triangles"), ref_total);
-  IntView address(Kokkos::view_alloc(W, "kdforge::sah::address"), built_count);
-  IntView ref_offset(Kokkos::view_alloc(W, "kdforge::sah::ref_offset"), built_count);
+  auto out = backend::allocate<OutView>(Kokkos::view_alloc(W, "kdforge::sah::nodes"), node_total);
+  auto leaf_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::leaf_triangles"), ref_total);
+  auto address = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::address"), built_count);
+  auto ref_offset = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::ref_offset"), built_count);
   Kokkos::parallel_for("kdforge::sah::root", Policy(exec, 0, 1), SetRoot<IntView>{address, ref_offset});
   for (int l = 0; l <= height; ++l)
     Kokkos::parallel_for("kdforge::sah::down_pass", Policy(exec, 0, starts[l + 1] - starts[l]),

@@ -2,6 +2,7 @@
 // The balanced median k-d tree of Wehr & Radkowski 2018 from validated
 // points: NaN/Inf checked, the adaptive split-and-sort permutation
 // (split_sort.hpp), then points and input indices gathered into its order.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/options.hpp>
 #include <kdforge/kernels/builders/left_balanced/build.hpp>
 #include <kdforge/kernels/builders/split_sort/split_sort.hpp>
@@ -38,8 +39,8 @@ build_split_sort_impl(Exec const& exec, Kokkos::View<Point<T, D>*, typename Exec
   split_sort::Stats stats;
   auto order = split_sort::build<Exec, T, D, Index>(exec, pts, bounds, prm, stats_out ? &stats : nullptr);
 
-  Kokkos::View<Point<T, D>*, MS> tree_points(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points"), n);
-  Kokkos::View<Index*, MS> tree_index(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::indices"), n);
+  auto tree_points = backend::allocate<Kokkos::View<Point<T, D>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::points"), n);
+  auto tree_index = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::tree::indices"), n);
   Kokkos::parallel_for("kdforge::split_sort::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        GatherTree<decltype(pts), decltype(order), Kokkos::View<kernels::PackedNode<T, D, Index>*, MS>>{
                            pts, order, input.input_index, tree_points, tree_index, {}, input.dropped > 0});

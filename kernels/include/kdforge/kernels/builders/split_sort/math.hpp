@@ -6,7 +6,8 @@
 // w = N / 2^l, puts chunk c at [c w, (c+1) w) and tests "is i a splitting
 // element" with ceil(i/w) < (i+1)/w. We use the same boundaries in exact
 // integer form, b_l(m) = floor(m N / 2^l), so no floating-point rounding can
-// move an element across a boundary for any N < 2^32:
+// move an element across a boundary, for any N < 2^62 (m N is taken in
+// 128 bits where it passes 64: trees of more than 2^32 points):
 //
 //   splitting elements before level l:  positions b_l(m), m = 1 .. 2^l - 1
 //                                        (the nodes of levels 0 .. l-1)
@@ -28,15 +29,39 @@ namespace kdforge::split_sort {
 /// Lm = floor(log2 N): the number of levels with internal nodes (0 for N <= 1).
 KOKKOS_FORCEINLINE_FUNCTION int internal_levels(std::int64_t n) { return n <= 1 ? 0 : 63 - lb::clz64(std::uint64_t(n)); }
 
-/// b_l(m) = floor(m N / 2^l), exact for N < 2^32 and m <= 2^l <= 2^31.
+/// floor(a b / 2^l) for a b < 2^(64 + l): the product in 128 bits from
+/// 32-bit halves (the same on every target; no __int128 in device code).
+KOKKOS_FORCEINLINE_FUNCTION std::uint64_t mul_shift(std::uint64_t a, std::uint64_t b, int l) {
+  std::uint64_t const a_lo = a & 0xffffffffu, a_hi = a >> 32, b_lo = b & 0xffffffffu, b_hi = b >> 32;
+  std::uint64_t const p0 = a_lo * b_lo, p1 = a_lo * b_hi, p2 = a_hi * b_lo, p3 = a_hi * b_hi;
+  std::uint64_t const mid = (p0 >> 32) + (p1 & 0xffffffffu) + (p2 & 0xffffffffu);
+  std::uint64_t const lo = (p0 & 0xffffffffu) | (mid << 32);
+  std::uint64_t const hi = p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32);
+  return l == 0 ? lo : (hi << (64 - l)) | (lo >> l);
+}
+
+/// b_l(m) = floor(m N / 2^l) for m <= 2^l; exact for N < 2^62 (one 64-bit
+/// multiply where m and N are below 2^32, as everywhere in trees of fewer
+/// than 2^32 points).
 KOKKOS_FORCEINLINE_FUNCTION std::int64_t boundary(std::int64_t n, int l, std::int64_t m) {
-  return std::int64_t((std::uint64_t(m) * std::uint64_t(n)) >> l);
+  std::uint64_t const um = std::uint64_t(m), un = std::uint64_t(n);
+  if (((um | un) >> 32) == 0) return std::int64_t((um * un) >> l);
+  return std::int64_t(mul_shift(um, un, l));
 }
 
 /// The chunk of level l whose range, counted with its leading splitting
-/// element, contains position i: the largest c with b_l(c) <= i.
+/// element, contains position i: the largest c with b_l(c) <= i, which is
+/// floor(((i + 1) 2^l - 1) / N). Past 64 bits, estimated in double (off by
+/// at most one for N < 2^52) and corrected against the exact boundaries.
 KOKKOS_FORCEINLINE_FUNCTION std::int64_t chunk_of(std::int64_t n, int l, std::int64_t i) {
-  return std::int64_t(((std::uint64_t(i) + 1) << l) - 1) / n;
+  std::uint64_t const ui = std::uint64_t(i) + 1;
+  if ((ui >> (63 - l)) == 0) return std::int64_t(((ui << l) - 1) / std::uint64_t(n));
+  std::int64_t c = std::int64_t(double(ui) * double(std::uint64_t(1) << l) / double(n));
+  std::int64_t const last = (std::int64_t(1) << l) - 1;
+  c = c < 0 ? 0 : (c > last ? last : c);
+  while (c < last && boundary(n, l, c + 1) <= i) ++c;
+  while (c > 0 && boundary(n, l, c) > i) --c;
+  return c;
 }
 
 /// Whether position i holds a node of a level above l.

@@ -41,6 +41,7 @@
 // - Algorithm 5 walks each block histogram backwards decrementing inclusive
 //   offsets; walking forwards with exclusive offsets is the same stable order.
 // - The median test uses exact integer boundaries (split_sort_math.hpp).
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/kernels/builders/left_balanced/common.hpp>
@@ -406,7 +407,7 @@ Kokkos::View<Index*, typename Exec::memory_space> build(Exec const& exec,
   int const levels = internal_levels(n);
   detail::Timer timer(stats != nullptr);
 
-  IV idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::idx"), n);
+  auto idx = backend::allocate<IV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::idx"), n);
   Kokkos::parallel_for("kdforge::split_sort::iota", Kokkos::RangePolicy<Exec>(exec, 0, n), Iota<IV>{idx});
   if (levels == 0) {
     if (stats) stats->other_ms += timer.lap(exec);
@@ -414,22 +415,22 @@ Kokkos::View<Index*, typename Exec::memory_space> build(Exec const& exec,
   }
 
   // Algorithm 1: per-dimension quantized arrays and their maxima.
-  Kokkos::View<K**, Kokkos::LayoutRight, MS> q(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::quantized"), D, n);
+  auto q = backend::allocate<Kokkos::View<K**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::quantized"), D, n);
   Kokkos::parallel_for("kdforge::split_sort::quantize", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        Quantize<Kokkos::View<Point<T, D>*, MS>, decltype(q), T, D>{pts, q, box});
   int passes[D];
   for (int d = 0; d < D; ++d)
     passes[d] = radix_passes<K>(kernels::ordered_bits(box.hi[d]) - kernels::ordered_bits(box.lo[d]), prm.radix_bits);
 
-  KV keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::keys"), n);
-  KV keys_tmp(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::keys_tmp"), n);
-  IV idx_tmp(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::idx_tmp"), n);
+  auto keys = backend::allocate<KV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::keys"), n);
+  auto keys_tmp = backend::allocate<KV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::keys_tmp"), n);
+  auto idx_tmp = backend::allocate<IV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::idx_tmp"), n);
   int const base = 1 << prm.radix_bits;
   std::int64_t const blocks = (n + prm.threads_per_block - 1) / prm.threads_per_block;
   bool const any_parallel = level_sort(prm, n, 0) == LevelSort::parallel_radix;
   HV hist;
   Kokkos::View<char*, MS> scan_workspace;
-  if (any_parallel) hist = HV(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::histogram"), 2 * blocks * base);
+  if (any_parallel) hist = backend::allocate<HV>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::split_sort::histogram"), 2 * blocks * base);
   if (stats) stats->other_ms += timer.lap(exec);
 
   for (int l = 0; l < levels; ++l) {

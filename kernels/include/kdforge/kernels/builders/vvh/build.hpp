@@ -43,6 +43,7 @@
 //  - Every VVH value is computed in double with each operation rounded on
 //    its own (no fused multiply-add), ties between planes go to the first
 //    (axis x, y, z, then position): the tree is the same on every backend.
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/profiling.hpp>
@@ -396,20 +397,20 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   std::int64_t const n = std::int64_t(pts.extent(0));
   constexpr int dim = 3;
   std::int64_t const peak = bfs::peak_bytes<T, Index>(n, dim) + 4 * n * std::int64_t(2 * dim * sizeof(T));
-  Boxes tree_points("kdforge::vvh_tree::points", n, dim);
-  Kokkos::View<Index*, MS> indices("kdforge::vvh_tree::indices", n);
+  auto tree_points = backend::allocate<Boxes>("kdforge::vvh_tree::points", n, dim);
+  auto indices = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::indices", n);
   if (n == 0)
-    return Tree(Base(tree_points, indices, Kokkos::View<NodeT*, MS>("kdforge::vvh_tree::nodes", 0),
-                     Boxes("kdforge::vvh_tree::boxes", 0, 2 * dim), 0, 0, peak),
+    return Tree(Base(tree_points, indices, backend::allocate<Kokkos::View<NodeT*, MS>>("kdforge::vvh_tree::nodes", 0),
+                     backend::allocate<Boxes>("kdforge::vvh_tree::boxes", 0, 2 * dim), 0, 0, peak),
                 p.radius > 0 ? p.radius : 0.0);
   std::int64_t const dn = n * dim;
 
   // one sorted list per axis, concatenated (section 5.1)
-  Kokkos::View<Index*, MS> order(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order"), dn);
+  auto order = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order"), dn);
   {
     kdforge::detail::Region r("kdforge::build_vvh_tree::presort");
-    Kokkos::View<bfs::Key<T>*, MS> keys(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::keys"), dn);
-    Kokkos::View<std::int64_t*, MS> offsets(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::offsets"),
+    auto keys = backend::allocate<Kokkos::View<bfs::Key<T>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::keys"), dn);
+    auto offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::offsets"),
                                             dim + 1);
     Kokkos::parallel_for("kdforge::build_vvh_tree::keys", Kokkos::RangePolicy<Exec>(exec, 0, dn),
                          bfs::PresortKeys<decltype(pts), decltype(keys), decltype(order)>{pts, keys, order, n});
@@ -419,9 +420,9 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   }
 
   std::int64_t capacity = n < 512 ? 2 * n + 8 : 1024;
-  Kokkos::View<NodeT*, MS> nodes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::nodes"), capacity);
-  Boxes boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::boxes"), capacity, 2 * dim);
-  Boxes cells(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::cells"), capacity, 2 * dim);
+  auto nodes = backend::allocate<Kokkos::View<NodeT*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::nodes"), capacity);
+  auto boxes = backend::allocate<Boxes>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::boxes"), capacity, 2 * dim);
+  auto cells = backend::allocate<Boxes>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::cells"), capacity, 2 * dim);
   Kokkos::deep_copy(exec, Kokkos::subview(nodes, 0), NodeT{Index(-1), Index(-1), Index(0), Index(n), -1, T(0)});
   Kokkos::parallel_for("kdforge::build_vvh_tree::root_box", Kokkos::RangePolicy<Exec>(exec, 0, dim),
                        bfs::RootBox<decltype(pts), decltype(order), Boxes>{pts, order, boxes, n, dim});
@@ -436,7 +437,7 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
 
   using Split = Kokkos::View<Splitting<Index>*, MS>;
   using Dec = Kokkos::View<Decision<T, Index>*, MS>;
-  Split cand("kdforge::vvh_tree::candidates", 1);
+  auto cand = backend::allocate<Split>("kdforge::vvh_tree::candidates", 1);
   std::int64_t candidates = n >= 2 ? 1 : 0;
   if (candidates) Kokkos::deep_copy(exec, Kokkos::subview(cand, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
   std::int64_t node_count = 1;
@@ -445,33 +446,33 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   Kokkos::View<Index*, MS> order_out, flags, scan;
   Kokkos::View<std::uint8_t*, MS> side;
   if (candidates) {
-    order_out = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order_out"), dn);
-    flags = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::flags"), dn);
-    scan = Kokkos::View<Index*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::scan"), dn);
-    side = Kokkos::View<std::uint8_t*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::side"), n);
+    order_out = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order_out"), dn);
+    flags = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::flags"), dn);
+    scan = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::scan"), dn);
+    side = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::side"), n);
   }
   while (candidates > 0) {
     kdforge::detail::Region r("kdforge::build_vvh_tree::level");
-    Dec dec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::decisions"), candidates);
+    auto dec = backend::allocate<Dec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::decisions"), candidates);
     Kokkos::parallel_for("kdforge::build_vvh_tree::decide", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
                          Decide<decltype(pts), decltype(order), Boxes, Boxes, decltype(nodes), Split, Dec>{
                              pts, order, boxes, cells, nodes, cand, dec, n, level, p});
-    Kokkos::View<Index*, MS> sflags("kdforge::vvh_tree::split_flags", candidates);
-    Kokkos::View<Index*, MS> sscan("kdforge::vvh_tree::split_scan", candidates);
+    auto sflags = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::split_flags", candidates);
+    auto sscan = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::split_scan", candidates);
     Kokkos::parallel_for("kdforge::build_vvh_tree::split_flags", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
                          SplitFlags<Dec, decltype(sflags)>{dec, sflags});
     std::int64_t const splitting = std::int64_t(backend::exclusive_scan(exec, sflags, sscan));
     if (splitting == 0) break;
-    Split split(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::splitting"), splitting);
+    auto split = backend::allocate<Split>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::splitting"), splitting);
     Kokkos::parallel_for("kdforge::build_vvh_tree::compact_splits", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
                          CompactSplits<Split, Dec, decltype(sflags), Split>{cand, dec, sflags, sscan, split});
     std::int64_t const first_child = node_count;
     std::int64_t const children = 2 * splitting;
     if (first_child + children > capacity) {
       while (first_child + children > capacity) capacity *= 2;
-      Kokkos::resize(nodes, capacity);
-      Kokkos::resize(boxes, capacity, 2 * dim);
-      Kokkos::resize(cells, capacity, 2 * dim);
+      backend::resize(nodes, capacity);
+      backend::resize(boxes, capacity, 2 * dim);
+      backend::resize(cells, capacity, 2 * dim);
     }
     Kokkos::parallel_for("kdforge::build_vvh_tree::commit", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
                          Commit<decltype(nodes), Boxes, Split>{nodes, cells, split, first_child});
@@ -490,13 +491,13 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     Kokkos::parallel_for("kdforge::build_vvh_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
                          ChildBoxes<decltype(pts), decltype(order), Boxes, decltype(nodes)>{pts, order, boxes, nodes, n,
                                                                                           first_child});
-    Kokkos::View<Index*, MS> next_flags("kdforge::vvh_tree::next_flags", children);
-    Kokkos::View<Index*, MS> next_scan("kdforge::vvh_tree::next_scan", children);
+    auto next_flags = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::next_flags", children);
+    auto next_scan = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::next_scan", children);
     Kokkos::parallel_for("kdforge::build_vvh_tree::next", Kokkos::RangePolicy<Exec>(exec, 0, children),
                          NextCandidates<decltype(nodes), decltype(next_flags)>{nodes, next_flags, first_child, p.small,
                                                                                level + 1});
     std::int64_t const next_count = std::int64_t(backend::exclusive_scan(exec, next_flags, next_scan));
-    Split next(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::candidates"), next_count);
+    auto next = backend::allocate<Split>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::candidates"), next_count);
     Kokkos::parallel_for("kdforge::build_vvh_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
                          bfs::CompactNext<decltype(nodes), decltype(next_flags), Split>{nodes, next_flags, next_scan, next,
                                                                                         first_child});
@@ -509,8 +510,8 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   int const height = int(level_begin.size()) - 2;
 
   // preorder (section 3.3): sub-tree sizes bottom up, addresses top down
-  Kokkos::View<Index*, MS> sizes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::sizes"), node_count);
-  Kokkos::View<Index*, MS> pre(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::preorder"), node_count);
+  auto sizes = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::sizes"), node_count);
+  auto pre = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::preorder"), node_count);
   for (int l = height; l >= 0; --l)
     Kokkos::parallel_for("kdforge::build_vvh_tree::sizes", Kokkos::RangePolicy<Exec>(exec, level_begin[l], level_begin[l + 1]),
                          SubtreeSizes<decltype(nodes), decltype(sizes)>{nodes, sizes});
@@ -519,8 +520,8 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     Kokkos::parallel_for("kdforge::build_vvh_tree::addresses",
                          Kokkos::RangePolicy<Exec>(exec, level_begin[l], level_begin[l + 1]),
                          PreorderAddresses<decltype(nodes), decltype(sizes)>{nodes, sizes, pre});
-  Kokkos::View<NodeT*, MS> out_nodes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::nodes"), node_count);
-  Boxes out_boxes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::boxes"), node_count, 2 * dim);
+  auto out_nodes = backend::allocate<Kokkos::View<NodeT*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::nodes"), node_count);
+  auto out_boxes = backend::allocate<Boxes>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::boxes"), node_count, 2 * dim);
   Kokkos::parallel_for("kdforge::build_vvh_tree::preorder", Kokkos::RangePolicy<Exec>(exec, 0, node_count),
                        ToPreorder<decltype(nodes), Boxes, decltype(pre)>{nodes, boxes, pre, out_nodes, out_boxes});
   std::int64_t max_leaf = 0;

@@ -1,0 +1,152 @@
+#pragma once
+// The one way kdforge allocates memory, and how much each memory space has.
+//
+// backend::allocate<View>(label or view_alloc(...), extents...) constructs
+// the View as its constructor would, after checking the request against
+// kdforge::set_memory_limit (and the tests' failure injection), and turns
+// an allocation failure into kdforge::OutOfMemoryError with the bytes asked
+// for and the bytes the space has available. Kokkos reports a failed
+// allocation by std::runtime_error (3.4: "Kokkos failed to allocate memory
+// for label ..." after Kokkos::Experimental::RawMemoryAllocationFailure, a
+// std::bad_alloc, from the raw allocation; 4.x: "Kokkos ERROR: <space>
+// memory space failed to allocate <size> (label=...)"), so both are caught
+// here, where the exact size and label are known.
+//
+// Available memory: the device's free memory (cudaMemGetInfo) for CUDA
+// device and managed memory, MemAvailable of /proc/meminfo for host memory
+// (what the kernel can hand out without swapping), within the memory limit.
+// Not checked before each allocation: CUDA's stream-ordered pool, which
+// Kokkos is patched to use (cmake/patches), keeps freed blocks that
+// cudaMemGetInfo counts as used; the pool is trimmed and the allocation
+// retried before it fails, so the free memory is exact when it is reported.
+#include <kdforge/backends/host/memory.hpp>
+#include <kdforge/base/memory.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace kdforge::backend {
+
+/// Free bytes of `MemorySpace` as its owner reports them (the largest
+/// size_t where unknown), ignoring the memory limit.
+template <class MemorySpace>
+std::size_t free_bytes() {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same<MemorySpace, Kokkos::CudaSpace>::value ||
+                std::is_same<MemorySpace, Kokkos::CudaUVMSpace>::value) {
+    std::size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+      cudaGetLastError();
+      return std::size_t(-1);
+    }
+    return free_b;
+  }
+#endif
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible) return detail::host_available_bytes();
+  return std::size_t(-1);
+}
+
+/// Bytes kdforge may still allocate in `MemorySpace`: its free memory,
+/// within kdforge::memory_limit().
+template <class MemorySpace>
+std::size_t available_bytes_in() {
+  std::size_t const free_b = free_bytes<MemorySpace>();
+  std::size_t const limit = memory_limit();
+  return limit > 0 && limit < free_b ? limit : free_b;
+}
+
+namespace detail {
+
+inline std::string label_of(std::string const& s) { return s; }
+inline std::string label_of(char const* s) { return s; }
+template <class... P>
+std::string label_of(Kokkos::Impl::ViewCtorProp<P...> const& p) {
+  if constexpr (bool(Kokkos::Impl::ViewCtorProp<P...>::has_label))
+    return static_cast<Kokkos::Impl::ViewCtorProp<void, std::string> const&>(p).value;
+  else
+    return "an unlabelled View";
+}
+
+/// Whether `e` is Kokkos' report of a failed allocation (3.x and 4.x).
+inline bool is_kokkos_allocation_failure(std::exception const& e) {
+  char const* w = e.what();
+  return std::strstr(w, "failed to allocate") != nullptr || std::strstr(w, "allocation failure") != nullptr ||
+         std::strstr(w, "Allocation of size") != nullptr;
+}
+
+/// Counts a request of `bytes` and refuses it, as if `MemorySpace` were
+/// full, when it exceeds the memory limit or a test asked for a failure.
+template <class MemorySpace>
+void admit(std::size_t bytes, std::string const& label) {
+  kdforge::detail::allocation_counter().fetch_add(1);
+  auto& left = kdforge::detail::allocations_before_failure();
+  std::int64_t n = left.load();
+  while (n > 0 && !left.compare_exchange_weak(n, n - 1)) {
+  }
+  if (n == 0) // and it stays 0: full from here on
+    kdforge::detail::throw_out_of_memory(nullptr, label, MemorySpace::name(), bytes, 0,
+                                         "a failure injected by kdforge::detail::fail_allocation_after");
+  std::size_t const limit = memory_limit();
+  if (limit > 0 && bytes > limit)
+    kdforge::detail::throw_out_of_memory(nullptr, label, MemorySpace::name(), bytes, available_bytes_in<MemorySpace>());
+}
+
+} // namespace detail
+
+/// Constructs a View of type V as `V(prop, extents...)` would (`prop`: a
+/// label, or Kokkos::view_alloc(...) properties), but fails with
+/// kdforge::OutOfMemoryError, naming the bytes requested and available,
+/// when the memory limit refuses it or the memory space cannot provide it.
+template <class V, class Prop, class... Extents>
+V allocate(Prop const& prop, Extents... extents) {
+  using MS = typename V::memory_space;
+  static_assert(sizeof...(Extents) <= 8, "kdforge::backend::allocate: at most 8 extents");
+  std::size_t const bytes = V::required_allocation_size(std::size_t(extents)...);
+  std::string const label = detail::label_of(prop);
+  detail::admit<MS>(bytes, label);
+  try {
+    return V(prop, extents...);
+  } catch (Error const&) {
+    throw;
+  } catch (std::bad_alloc const& e) {
+    kdforge::detail::throw_out_of_memory(nullptr, label, MS::name(), bytes, available_bytes_in<MS>(), e.what());
+  } catch (std::runtime_error const& e) {
+    if (!detail::is_kokkos_allocation_failure(e)) throw;
+    kdforge::detail::throw_out_of_memory(nullptr, label, MS::name(), bytes, available_bytes_in<MS>());
+  }
+}
+
+/// Like Kokkos::resize(v, extents...) (contents kept where the extents
+/// overlap, the rest uninitialised; rank 1 and 2), allocating through
+/// allocate(): `v` is left as it was when the allocation fails.
+template <class V, class... Extents>
+void resize(V& v, Extents... extents) {
+  static_assert(V::rank == sizeof...(Extents) && (V::rank == 1 || V::rank == 2),
+                "kdforge::backend::resize: rank-1 and rank-2 Views, one extent per rank");
+  V w = allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), extents...);
+  std::size_t const e[] = {std::size_t(extents)...};
+  if constexpr (V::rank == 1) {
+    std::size_t const n0 = e[0] < v.extent(0) ? e[0] : v.extent(0);
+    Kokkos::deep_copy(Kokkos::subview(w, Kokkos::make_pair(std::size_t(0), n0)),
+                      Kokkos::subview(v, Kokkos::make_pair(std::size_t(0), n0)));
+  } else {
+    std::size_t const n0 = e[0] < v.extent(0) ? e[0] : v.extent(0);
+    std::size_t const n1 = e[1] < v.extent(1) ? e[1] : v.extent(1);
+    Kokkos::deep_copy(Kokkos::subview(w, Kokkos::make_pair(std::size_t(0), n0), Kokkos::make_pair(std::size_t(0), n1)),
+                      Kokkos::subview(v, Kokkos::make_pair(std::size_t(0), n0), Kokkos::make_pair(std::size_t(0), n1)));
+  }
+  v = w;
+}
+
+} // namespace kdforge::backend

@@ -1,0 +1,515 @@
+// Running out of memory: every allocation of every builder and query may
+// fail (kdforge::detail::fail_allocation_after fails them one after the
+// other, as a full memory space would), and each failure must reach the
+// caller as kdforge::OutOfMemoryError naming the bytes requested and
+// available, leave the trees, the results and the workspace passed in as
+// they were, and let the next call succeed with the right answer. The
+// process-wide memory limit refuses larger allocations the same way; the
+// bucket tree's up-front check honours it; a radius search whose rows
+// would exceed 2^31 entries is counted in 64 bits and refused, with the
+// bytes it needs, before anything is written. Runs on every backend: on
+// Cuda the same allocations fail (tests/README.md: running on a GPU).
+#include "brute_force.hpp"
+#include "test_helpers.hpp"
+
+#include <kdforge/kdforge.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+using namespace kdforge;
+using test::Distribution;
+using test::to_device;
+using test::to_host;
+
+namespace {
+
+/// Restores the memory limit and disarms the failure injection when a test
+/// ends, however it ends.
+struct MemoryGuard {
+  MemoryGuard() { detail::fail_allocation_after(-1); }
+  ~MemoryGuard() {
+    set_memory_limit(0);
+    detail::fail_allocation_after(-1);
+  }
+};
+
+/// The contents of any View, flattened on the host (for before/after checks).
+template <class V>
+std::vector<char> bytes_of(V const& v) {
+  Kokkos::fence();
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+  std::vector<char> out(h.span() * sizeof(typename V::value_type));
+  if (!out.empty()) std::memcpy(out.data(), h.data(), out.size());
+  return out;
+}
+
+/// Calls `call` with the first, then the second, ... allocation made inside
+/// it failing, until a call makes no more allocations than that and
+/// succeeds. Every failure must be an OutOfMemoryError that names the
+/// bytes and the entry point; after each, `unchanged` checks that the
+/// caller's state is as it was. Returns the number of allocations that
+/// failed (at least 1 where the call allocates at all).
+int fail_each_allocation(char const* entry_point, std::function<void()> const& call,
+                         std::function<void()> const& unchanged) {
+  int failures = 0;
+  for (int k = 0;; ++k) {
+    REQUIRE(k < 2000);
+    detail::fail_allocation_after(k);
+    bool failed = false;
+    try {
+      call();
+    } catch (OutOfMemoryError const& e) {
+      failed = true;
+      std::string const what = e.what();
+      CAPTURE(what);
+      CHECK(what.find(std::string("kdforge::") + entry_point) != std::string::npos);
+      CHECK(what.find("out of memory") != std::string::npos);
+      CHECK(what.find("bytes") != std::string::npos);
+    }
+    detail::fail_allocation_after(-1);
+    if (!failed) break;
+    ++failures;
+    unchanged();
+  }
+  return failures;
+}
+
+template <class Exec>
+Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> as_rows(std::vector<Point<float, 3>> const& p) {
+  Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> r("rows", p.size(), 3);
+  auto h = Kokkos::create_mirror_view(r);
+  for (std::size_t i = 0; i < p.size(); ++i)
+    for (int d = 0; d < 3; ++d) h(i, d) = p[i][d];
+  Kokkos::deep_copy(r, h);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("an allocation above the memory limit fails as if the memory space were full", Exec,
+                   KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  Exec exec;
+  auto const pts = test::make_points<float, 3>(10000, Distribution::uniform, 1);
+  auto const qs = test::make_points<float, 3>(10000, Distribution::uniform, 2);
+  auto const dp = to_device<Exec>(pts, "p");
+  auto const dq = to_device<Exec>(qs, "q");
+  auto tree = build_left_balanced(exec, dp);
+  auto const earlier = knn(exec, tree, dq, 8);
+  auto const earlier_indices = bytes_of(earlier.indices);
+  set_memory_limit(64 << 10);
+  CHECK(memory_limit() == (64 << 10));
+  try {
+    build_left_balanced(exec, dp);
+    FAIL("a build over 10000 points fitted in 64 KiB");
+  } catch (OutOfMemoryError const& e) {
+    std::string const what = e.what();
+    CAPTURE(what);
+    CHECK(e.requested_bytes() > (64u << 10));
+    CHECK(e.available_bytes() <= (64u << 10));
+    CHECK(what.find("kdforge::build_left_balanced: out of memory") != std::string::npos);
+    CHECK(what.find("kdforge::set_memory_limit") != std::string::npos);
+    CHECK(what.find(std::to_string(e.requested_bytes()) + " bytes") != std::string::npos);
+  }
+  // a query whose results do not fit: refused, the caller's results kept
+  auto out = earlier;
+  CHECK_THROWS_AS(knn(exec, tree, dq, 16, out), OutOfMemoryError);
+  CHECK(out.indices.data() == earlier.indices.data());
+  CHECK(bytes_of(out.indices) == earlier_indices);
+  // the memory kdforge reports available is capped too
+  CHECK(backend::available_bytes(exec) <= (64u << 10));
+  set_memory_limit(0);
+  auto again = knn(exec, build_left_balanced(exec, dp), dq, 8);
+  CHECK(bytes_of(again.indices) == earlier_indices);
+}
+
+TEST_CASE_TEMPLATE("every allocation of every builder may fail, and the caller's trees stay usable", Exec,
+                   KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  using MS = typename Exec::memory_space;
+  Exec exec;
+  auto pts = test::make_points<float, 3>(3000, Distribution::clustered, 3);
+  auto const qs = test::make_points<float, 3>(200, Distribution::clustered, 4);
+  auto const dp = to_device<Exec>(pts, "p");
+  auto const dq = to_device<Exec>(qs, "q");
+  auto const rows = as_rows<Exec>(pts);
+  auto const qrows = as_rows<Exec>(qs);
+  auto const kept = build_left_balanced(exec, dp); // built before any failure: must stay usable
+  auto const reference = bytes_of(knn(exec, kept, dq, 6).indices);
+  auto const kept_usable = [&] { CHECK(bytes_of(knn(exec, kept, dq, 6).indices) == reference); };
+
+  auto check_left_balanced = [&](BuildOptions const& bo, char const* what) {
+    CAPTURE(what);
+    LeftBalancedTree<MS, float, 3> tree;
+    int const failures = fail_each_allocation(
+        "build_left_balanced", [&] { tree = build_left_balanced(exec, dp, bo); }, kept_usable);
+    CHECK(failures >= 3);
+    CHECK(bytes_of(knn(exec, tree, dq, 6).indices) == reference);
+  };
+  {
+    BuildOptions bo;
+    bo.node_boxes = NodeBoxPolicy::always;
+    check_left_balanced(bo, "automatic");
+    bo.builder = Builder::wald_tags;
+    bo.split = SplitPolicy::widest_dimension;
+    check_left_balanced(bo, "wald_tags, widest");
+    bo.builder = Builder::presorted_partition;
+    check_left_balanced(bo, "presorted_partition, widest");
+    bo.split = SplitPolicy::round_robin;
+    check_left_balanced(bo, "presorted_partition, round robin");
+    if constexpr (!detail::runs_on_gpu<Exec>()) {
+      bo.builder = Builder::recursive_select;
+      check_left_balanced(bo, "recursive_select");
+    }
+  }
+  {
+    // NaN points dropped: the compaction's allocations too
+    auto with_nan = pts;
+    with_nan.push_back(Point<float, 3>{{std::numeric_limits<float>::quiet_NaN(), 0.f, 0.f}});
+    auto const dn = to_device<Exec>(with_nan, "p_nan");
+    BuildOptions bo;
+    bo.non_finite = NonFinitePolicy::drop;
+    LeftBalancedTree<MS, float, 3> tree;
+    fail_each_allocation("build_left_balanced", [&] { tree = build_left_balanced(exec, dn, bo); }, kept_usable);
+    CHECK(bytes_of(knn(exec, tree, dq, 6).indices) == reference);
+  }
+  {
+    SplitSortOptions so;
+    so.node_boxes = NodeBoxPolicy::always;
+    MedianTree<MS, float, 3> tree;
+    CHECK(fail_each_allocation("build_split_sort", [&] { tree = build_split_sort(exec, dp, so); }, kept_usable) >= 3);
+    CHECK(bytes_of(knn(exec, tree, dq, 6).indices) == reference);
+  }
+  {
+    BucketTree<MS, float> tree;
+    CHECK(fail_each_allocation("build_bucket_tree", [&] { tree = build_bucket_tree(exec, rows); }, kept_usable) >= 3);
+    CHECK(bytes_of(knn(exec, tree, qrows, 6).indices) == reference);
+  }
+  {
+    VvhTree<MS, float> tree;
+    CHECK(fail_each_allocation("build_vvh_tree", [&] { tree = build_vvh_tree(exec, dp); }, kept_usable) >= 3);
+    CHECK(bytes_of(knn(exec, tree, qrows, 6).indices) == reference);
+  }
+  {
+    // triangles: a strip of 300 random triangles; rays from above
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    int const nv = 400, nf = 300;
+    Kokkos::View<float* [3], MS> v("v", nv);
+    Kokkos::View<std::int32_t* [3], MS> f("f", nf);
+    auto hv = Kokkos::create_mirror_view(v);
+    auto hf = Kokkos::create_mirror_view(f);
+    for (int i = 0; i < nv; ++i)
+      for (int d = 0; d < 3; ++d) hv(i, d) = u(rng);
+    for (int i = 0; i < nf; ++i)
+      for (int c = 0; c < 3; ++c) hf(i, c) = std::int32_t(rng() % nv);
+    Kokkos::deep_copy(v, hv);
+    Kokkos::deep_copy(f, hf);
+    Kokkos::View<Ray<float>*, MS> rays("rays", 100);
+    auto hr = Kokkos::create_mirror_view(rays);
+    for (int i = 0; i < 100; ++i) hr(i) = Ray<float>{{u(rng), u(rng), 2.f}, {0.f, 0.f, -1.f}, 0.f, 10.f};
+    Kokkos::deep_copy(rays, hr);
+    auto const scene = build_sah_tree(exec, v, f);
+    auto const hits_ref = bytes_of(intersect_closest(exec, scene, rays));
+    TriangleTree<MS, float> tree;
+    CHECK(fail_each_allocation("build_sah_tree", [&] { tree = build_sah_tree(exec, v, f); },
+                               [&] { CHECK(bytes_of(intersect_closest(exec, scene, rays)) == hits_ref); }) >= 3);
+    CHECK(bytes_of(intersect_closest(exec, tree, rays)) == hits_ref);
+    // and the ray queries, into results passed in
+    auto hits = intersect_closest(exec, scene, rays);
+    Kokkos::View<Ray<float>*, MS> other("rays2", 100);
+    auto ho = Kokkos::create_mirror_view(other);
+    for (int i = 0; i < 100; ++i) ho(i) = Ray<float>{{u(rng), u(rng), -1.f}, {0.f, 0.f, 1.f}, 0.f, 10.f};
+    Kokkos::deep_copy(other, ho);
+    fail_each_allocation("intersect_closest", [&] { intersect_closest(exec, scene, other, hits); },
+                         [&] { CHECK(bytes_of(hits) == hits_ref); });
+    auto occluded = intersect_any(exec, scene, rays);
+    auto const occluded_ref = bytes_of(occluded);
+    Kokkos::View<Ray<float>*, MS> more("rays3", 150); // a different length: the results are reallocated
+    auto hm = Kokkos::create_mirror_view(more);
+    for (int i = 0; i < 150; ++i) hm(i) = Ray<float>{{u(rng), u(rng), 2.f}, {0.f, 0.f, -1.f}, 0.f, 10.f};
+    Kokkos::deep_copy(more, hm);
+    fail_each_allocation("intersect_any", [&] { intersect_any(exec, scene, more, occluded); },
+                         [&] { CHECK(bytes_of(occluded) == occluded_ref); });
+  }
+}
+
+TEST_CASE_TEMPLATE("every allocation of every query may fail, and earlier results and the workspace stay as they were",
+                   Exec, KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  using MS = typename Exec::memory_space;
+  Exec exec;
+  auto const pts = test::make_points<float, 3>(4000, Distribution::scan, 6);
+  auto const qa = test::make_points<float, 3>(300, Distribution::uniform, 7);
+  auto const qb = test::make_points<float, 3>(300, Distribution::scan, 8);
+  auto const qc = test::make_points<float, 3>(170, Distribution::uniform, 9);
+  auto const dp = to_device<Exec>(pts, "p");
+  auto const da = to_device<Exec>(qa, "qa");
+  auto const db = to_device<Exec>(qb, "qb");
+  auto const dc = to_device<Exec>(qc, "qc");
+  BuildOptions bo;
+  bo.node_boxes = NodeBoxPolicy::always;
+  auto const tree = build_left_balanced(exec, dp, bo);
+  QueryWorkspace<MS> ws;
+
+  for (int k : {4, 40}) { // sorted candidate lists and the heap
+    CAPTURE(k);
+    auto const ref_b = bytes_of(knn(exec, tree, db, k).indices);
+    KnnResultFor<Exec, decltype(tree)> out;
+    knn(exec, tree, da, k, out, {}, ws);
+    auto const a_idx = bytes_of(out.indices), a_dist = bytes_of(out.sq_distances);
+    auto const unchanged = [&] {
+      CHECK(bytes_of(out.indices) == a_idx);
+      CHECK(bytes_of(out.sq_distances) == a_dist);
+    };
+    auto copy = out;
+    fail_each_allocation("knn", [&] { knn(exec, tree, dc, k, copy, {}, ws); }, [&] {
+      CHECK(copy.indices.data() == out.indices.data());
+      unchanged();
+    });
+    fail_each_allocation("knn", [&] { knn(exec, tree, db, k, out, {}, ws); }, unchanged);
+    CHECK(bytes_of(out.indices) == ref_b);
+  }
+  {
+    auto const ref_b = bytes_of(closest_point(exec, tree, db).indices);
+    ClosestResultFor<Exec, decltype(tree)> out;
+    closest_point(exec, tree, da, out, {}, ws);
+    auto const a_idx = bytes_of(out.indices);
+    fail_each_allocation("closest_point", [&] { closest_point(exec, tree, db, out, {}, ws); },
+                         [&] { CHECK(bytes_of(out.indices) == a_idx); });
+    CHECK(bytes_of(out.indices) == ref_b);
+  }
+  {
+    auto const ref_b = bytes_of(radius_count(exec, tree, db, 0.05));
+    Kokkos::View<std::int64_t*, MS> counts;
+    radius_count(exec, tree, dc, 0.05, counts, {}, ws);
+    auto const c_counts = bytes_of(counts);
+    fail_each_allocation("radius_count", [&] { radius_count(exec, tree, db, 0.05, counts, {}, ws); },
+                         [&] { CHECK(bytes_of(counts) == c_counts); });
+    CHECK(bytes_of(counts) == ref_b);
+  }
+  for (int mode = 0; mode < 4; ++mode) {
+    RadiusOptions ro;
+    if (mode == 1) ro.buffer_size = 0;  // count, then fill
+    if (mode == 2) ro.buffer_size = 3;  // scratch rows
+    if (mode == 3) ro.max_neighbors = 3; // the nearest 3, sorted
+    ro.sort = mode != 1;
+    CAPTURE(mode);
+    auto const ref = radius_search(exec, tree, db, 0.05, ro);
+    auto const ref_off = bytes_of(ref.offsets), ref_idx = bytes_of(ref.indices);
+    RadiusResultFor<Exec, decltype(tree)> out;
+    radius_search(exec, tree, da, 1e-6, out, ro, ws); // (almost) no rows: the next call must grow them
+    auto const a_off = bytes_of(out.offsets), a_idx = bytes_of(out.indices), a_dist = bytes_of(out.sq_distances);
+    auto const unchanged = [&] {
+      CHECK(bytes_of(out.offsets) == a_off);
+      CHECK(bytes_of(out.indices) == a_idx);
+      CHECK(bytes_of(out.sq_distances) == a_dist);
+    };
+    CHECK(fail_each_allocation("radius_search", [&] { radius_search(exec, tree, db, 0.05, out, ro, ws); }, unchanged) >= 1);
+    CHECK(bytes_of(out.offsets) == ref_off);
+    CHECK(bytes_of(out.indices) == ref_idx);
+    // per-query radii (their check allocates too), fewer queries
+    Kokkos::View<double*, MS> radii("radii", qc.size());
+    Kokkos::deep_copy(radii, 0.03);
+    auto const b_off = bytes_of(out.offsets);
+    fail_each_allocation("radius_search", [&] { radius_search(exec, tree, dc, radii, out, ro, ws); },
+                         [&] { CHECK(bytes_of(out.offsets) == b_off); });
+  }
+  {
+    // bucket trees and their brute force; approximate and brute-force kNN
+    auto const rows = as_rows<Exec>(pts);
+    auto const rb = as_rows<Exec>(qb);
+    auto const ra = as_rows<Exec>(qa);
+    auto const btree = build_bucket_tree(exec, rows);
+    for (auto strategy : {KnnStrategy::tree, KnnStrategy::brute_force}) {
+      QueryOptions qo;
+      qo.strategy = strategy;
+      auto const ref_b = bytes_of(knn(exec, btree, rb, 5, qo).indices);
+      KnnResultFor<Exec, decltype(btree)> out;
+      knn(exec, btree, ra, 5, out, qo);
+      auto const a_idx = bytes_of(out.indices);
+      fail_each_allocation("knn", [&] { knn(exec, btree, rb, 5, out, qo); },
+                           [&] { CHECK(bytes_of(out.indices) == a_idx); });
+      CHECK(bytes_of(out.indices) == ref_b);
+      ClosestResultFor<Exec, decltype(btree)> cp;
+      closest_point(exec, btree, ra, cp, qo);
+      auto const a_cp = bytes_of(cp.indices);
+      fail_each_allocation("closest_point", [&] { closest_point(exec, btree, rb, cp, qo); },
+                           [&] { CHECK(bytes_of(cp.indices) == a_cp); });
+    }
+    RadiusResultFor<Exec, decltype(btree)> out;
+    radius_search(exec, btree, ra, 0.02, out);
+    auto const a_off = bytes_of(out.offsets), a_idx = bytes_of(out.indices);
+    fail_each_allocation("radius_search", [&] { radius_search(exec, btree, rb, 0.05, out); }, [&] {
+      CHECK(bytes_of(out.offsets) == a_off);
+      CHECK(bytes_of(out.indices) == a_idx);
+    });
+    auto const ref_apx = bytes_of(knn_approximate(exec, btree, rb, 5).indices);
+    KnnResultFor<Exec, decltype(btree)> apx;
+    fail_each_allocation("knn_approximate", [&] { apx = knn_approximate(exec, btree, rb, 5); }, [] {});
+    CHECK(bytes_of(apx.indices) == ref_apx);
+    auto const ref_bf = bytes_of(knn_brute_force(exec, rows, rb, 5).indices);
+    KnnResultFor<Exec, decltype(btree)> bf;
+    fail_each_allocation("knn_brute_force", [&] { bf = knn_brute_force(exec, rows, rb, 5); }, [] {});
+    CHECK(bytes_of(bf.indices) == ref_bf);
+  }
+  {
+    // approximate kNN on a level-order tree; photon trees' range kNN
+    ApproximateOptions ao;
+    ao.queue_capacity = 4;
+    auto const ref = bytes_of(knn_approximate(exec, tree, db, 5, ao).indices);
+    KnnResultFor<Exec, decltype(tree)> apx;
+    fail_each_allocation("knn_approximate", [&] { apx = knn_approximate(exec, tree, db, 5, ao); }, [] {});
+    CHECK(bytes_of(apx.indices) == ref);
+    auto const photons = build_vvh_tree(exec, dp);
+    auto const gathers = as_rows<Exec>(qb);
+    auto const ref_rk = bytes_of(range_knn(exec, photons, gathers, 10).indices);
+    KnnResultFor<Exec, decltype(photons)> rk;
+    fail_each_allocation("range_knn", [&] { rk = range_knn(exec, photons, gathers, 10); }, [] {});
+    CHECK(bytes_of(rk.indices) == ref_rk);
+    auto const ref_rows = bytes_of(range_knn_rows(exec, photons, gathers, 10).rows.indices);
+    decltype(range_knn_rows(exec, photons, gathers, 10)) rr;
+    fail_each_allocation("range_knn_rows", [&] { rr = range_knn_rows(exec, photons, gathers, 10); }, [] {});
+    CHECK(bytes_of(rr.rows.indices) == ref_rows);
+  }
+  {
+    // normals and ICP (nested entry points: the outer one is named)
+    auto const ref_n = bytes_of(estimate_normals(exec, tree, dp, 8));
+    Kokkos::View<Point<float, 3>*, MS> normals;
+    fail_each_allocation("estimate_normals", [&] { normals = estimate_normals(exec, tree, dp, 8); }, [] {});
+    CHECK(bytes_of(normals) == ref_n);
+    auto moved = pts;
+    for (auto& p : moved) p[0] += 0.01f;
+    auto const source = to_device<Exec>(moved, "source");
+    IcpOptions io;
+    io.max_iterations = 3;
+    auto const ref_icp = icp(exec, tree, dp, source, {}, io);
+    IcpResult r;
+    fail_each_allocation("icp", [&] { r = icp(exec, tree, dp, source, {}, io); }, [] {});
+    CHECK(r.iterations == ref_icp.iterations);
+    CHECK(r.rmse == ref_icp.rmse);
+  }
+}
+
+TEST_CASE_TEMPLATE("the bucket tree's up-front memory check honours the memory limit", Exec, KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  Exec exec;
+  auto const rows = as_rows<Exec>(test::make_points<float, 3>(5000, Distribution::uniform, 10));
+  set_memory_limit(100 << 10);
+  try {
+    build_bucket_tree(exec, rows);
+    FAIL("the bucket build fitted in 100 KiB");
+  } catch (OutOfMemoryError const& e) {
+    std::string const what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("kdforge::build_bucket_tree: out of memory") != std::string::npos);
+    CHECK(e.requested_bytes() == std::size_t(kernels::bfs::peak_bytes<float, std::int32_t>(5000, 3)));
+    CHECK(e.available_bytes() <= (100u << 10));
+  }
+  set_memory_limit(0);
+  CHECK(build_bucket_tree(exec, rows).size() == 5000);
+}
+
+// 65536 copies of one point and 32769 queries on it, radius 1: every query
+// has every point, 2^31 + 2^16 neighbours in all, rows of 17 GB. The counts
+// and their sum must be exact (64-bit), and the rows refused with the bytes
+// they need before `out` is touched; on CPUs the one-pass search (rows
+// appended while counting) must stop when its buffers pass the memory
+// available instead of filling the host.
+TEST_CASE("a radius search of more than 2^31 neighbours is counted in 64 bits and refused before anything is written") {
+  MemoryGuard guard;
+  using Exec = Kokkos::DefaultExecutionSpace;
+  using MS = Exec::memory_space;
+  Exec exec;
+  std::int64_t const n = 65536, m = 32769;
+  std::vector<Point<float, 3>> pts(std::size_t(n), Point<float, 3>{{0.5f, 0.25f, 0.75f}});
+  std::vector<Point<float, 3>> qs(std::size_t(m), Point<float, 3>{{0.5f, 0.25f, 0.75f}});
+  auto const tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+  auto const dq = to_device<Exec>(qs, "q");
+  RadiusResultFor<Exec, decltype(tree)> out;
+  radius_search(exec, tree, Kokkos::subview(dq, Kokkos::make_pair(0, 2)), 0.5, out); // 2 rows of n
+  auto const off = bytes_of(out.offsets), idx = bytes_of(out.indices);
+  REQUIRE(to_host(out.offsets).back() == 2 * n);
+  std::int64_t const total = n * m;
+  REQUIRE(total > std::int64_t(std::numeric_limits<std::int32_t>::max()));
+  set_memory_limit(std::size_t(256) << 20);
+  RadiusOptions ro;
+  ro.buffer_size = 0; // count, scan, then allocate the rows: the exact total is known
+  try {
+    radius_search(exec, tree, dq, 1.0, out, ro);
+    FAIL("17 GB of rows fitted in 256 MiB");
+  } catch (OutOfMemoryError const& e) {
+    std::string const what = e.what();
+    CAPTURE(what);
+    CHECK(e.requested_bytes() == std::size_t(total) * sizeof(std::int32_t)); // the indices, exactly `total` of them
+    CHECK(what.find(std::to_string(std::size_t(total) * sizeof(std::int32_t))) != std::string::npos);
+    CHECK(what.find("kdforge::radius::indices") != std::string::npos);
+  }
+  CHECK(bytes_of(out.offsets) == off);
+  CHECK(bytes_of(out.indices) == idx);
+  if constexpr (!detail::runs_on_gpu<Exec>()) {
+    // the one-pass CPU search stops at the limit
+    CHECK_THROWS_WITH_AS(radius_search(exec, tree, dq, 1.0, out), doctest::Contains("out of memory"), OutOfMemoryError);
+    CHECK(bytes_of(out.offsets) == off);
+  }
+  set_memory_limit(0);
+  // the counts themselves: int64 each, and their sum past 2^31
+  auto const counts = to_host(radius_count(exec, tree, Kokkos::subview(dq, Kokkos::make_pair(0, 3)), 1.0));
+  CHECK(counts == std::vector<std::int64_t>(3, n));
+}
+
+#if defined(KOKKOS_ENABLE_CUDA)
+// The real thing on a GPU: the device filled to within 64 MiB (the memory
+// pool's cached blocks given back first), a build and a query that need
+// more must fail with OutOfMemoryError naming the device's bytes, and the
+// tree and results made before must answer as before once it is freed.
+TEST_CASE("on the GPU, memory the device cannot give is an OutOfMemoryError, and nothing breaks") {
+  MemoryGuard guard;
+  using Exec = Kokkos::Cuda;
+  using MS = Exec::memory_space;
+  Exec exec;
+  auto const dp = to_device<Exec>(test::make_points<float, 3>(4000000, Distribution::uniform, 30), "p");
+  auto const dq = to_device<Exec>(test::make_points<float, 3>(100000, Distribution::uniform, 31), "q");
+  auto const tree = build_left_balanced(exec, dp);
+  auto out = knn(exec, tree, dq, 8);
+  auto const ref = bytes_of(out.indices);
+  Kokkos::fence();
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  int device = 0;
+  REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+  cudaMemPool_t pool;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+  std::size_t free_b = 0, total_b = 0;
+  REQUIRE(cudaMemGetInfo(&free_b, &total_b) == cudaSuccess);
+  std::size_t const margin = std::size_t(64) << 20;
+  REQUIRE(free_b > 2 * margin);
+  {
+    Kokkos::View<char*, MS> filler(Kokkos::view_alloc(Kokkos::WithoutInitializing, "test::filler"), free_b - margin);
+    try {
+      build_left_balanced(exec, dp); // its copies of 4M points and their sort buffers: far more than 64 MiB
+      FAIL("a build of 4M points fitted in 64 MiB");
+    } catch (OutOfMemoryError const& e) {
+      std::string const what = e.what();
+      CAPTURE(what);
+      CHECK(e.requested_bytes() > 0);
+      CHECK(e.available_bytes() < 2 * margin);
+      CHECK(what.find("kdforge::build_left_balanced: out of memory") != std::string::npos);
+      CHECK(what.find("Cuda") != std::string::npos);
+    }
+    CHECK_THROWS_AS(knn(exec, tree, dq, 200, out), OutOfMemoryError); // 160 MB of results
+    CHECK(bytes_of(out.indices) == ref);
+  }
+  CHECK(bytes_of(knn(exec, tree, dq, 8).indices) == ref);
+  CHECK(bytes_of(knn(exec, build_left_balanced(exec, dp), dq, 8).indices) == ref);
+}
+#endif
