@@ -18,6 +18,8 @@
 #   KDFORGE_BUILD_ROOT     where build trees go (default ./build-tests)
 #   KDFORGE_KOKKOS_RELEASE the Kokkos 4.6.01 tarball (default ../shared/vendor/kokkos-4.6.01.tar.gz
 #                          beside the checkout); "off" skips that suite
+#   KDFORGE_KOKKOS4_FEATURES the features of that suite (default build;knn;radius;bucket;public_api;
+#                          primitives;memory; "all" for every one)
 #   KDFORGE_SANITIZE       ON (default): the Serial suite is built with ASan + UBSan, a subset of the
 #                          features (tests/README.md, Sanitizers); OFF: the whole Serial suite, plain
 #   KDFORGE_FUZZ_SECONDS   seconds each libFuzzer target runs after replaying its corpus
@@ -75,11 +77,13 @@ fi
 release=${KDFORGE_KOKKOS_RELEASE:-$here/../shared/vendor/kokkos-4.6.01.tar.gz}
 if [ "$release" != off ] && [ -f "$release" ]; then
   echo "=== kdforge: OpenMP backend against Kokkos $(basename "$release"): configure, build, test"
-  # without a BLAS, so that configuration (brute force by tiles alone) is compiled and tested too
+  # without a BLAS, so that configuration (brute force by tiles alone) is compiled and tested too;
+  # the features that reach every layer and backend primitive (the whole suite ran above)
   prefix=$(KDFORGE_KOKKOS_TARBALL="$release" bash cmake/kokkos-bootstrap.sh OpenMP | tail -n1)
   cmake -S . -B "$root/OpenMP-kokkos4" -G Ninja -DKDFORGE_BACKEND=OpenMP -DCMAKE_BUILD_TYPE=Release \
         -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF \
         -DKDFORGE_ENABLE_MPI=OFF -DKDFORGE_ENABLE_BLAS=OFF \
+        -DKDFORGE_TEST_FEATURE_SUBSET="${KDFORGE_KOKKOS4_FEATURES:-build;knn;radius;bucket;public_api;primitives;memory}" \
         "${python_off[@]}"
   cmake --build "$root/OpenMP-kokkos4" --parallel "$jobs"
   (cd "$root/OpenMP-kokkos4" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
@@ -95,10 +99,6 @@ if [ "$cuda" != off ] && command -v nvcc >/dev/null; then
     # trees, D = 2..4, float and double) and the instantiations it leaves
     # out (tests/cuda_compile_check.cpp); the full suite takes as long again
     cmake --build "$root/Cuda" --parallel "$jobs" --target kdforge-bench kdforge_cuda_check
-    # --- more than 2^32 points: the driver of the billions-of-points run
-    # (perf/huge/) compiles for Cuda too, each builder with 32- and 64-bit indices
-    cmake --build "$root/Cuda" --parallel "$jobs" --target kdforge-huge
-    # --- end
   fi
   if [ "$cuda" = run ]; then
     (cd "$root/Cuda" && ctest --output-on-failure) || failed=1
