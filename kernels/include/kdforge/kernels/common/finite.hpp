@@ -122,10 +122,24 @@ typename PV::non_const_value_type point_on_host(Exec const& exec, PV const& pts,
   return p;
 }
 
-/// Row i of an N x dim View, copied to the host (for an error message).
+template <class Rows, class Out>
+struct CopyRow {
+  Rows rows;
+  std::int64_t i;
+  Out out;
+  KOKKOS_FUNCTION void operator()(std::int64_t d) const { out(d) = rows(i, d); }
+};
+
+/// Row i of an N x dim View, copied to the host (for an error message). A
+/// kernel gathers it first: a row of a LayoutLeft View (a GPU's default) is
+/// strided, and Kokkos copies no strided View between memory spaces.
 template <class Exec, class Rows>
 std::vector<typename Rows::non_const_value_type> row_on_host(Exec const& exec, Rows const& rows, std::int64_t i) {
-  auto const h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, Kokkos::subview(rows, i, Kokkos::ALL));
+  using V = Kokkos::View<typename Rows::non_const_value_type*, typename Rows::memory_space>;
+  V row(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::row"), rows.extent(1));
+  Kokkos::parallel_for("kdforge::row_on_host", Kokkos::RangePolicy<Exec>(exec, 0, std::int64_t(rows.extent(1))),
+                       CopyRow<Rows, V>{rows, i, row});
+  auto const h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, row);
   exec.fence();
   std::vector<typename Rows::non_const_value_type> v(h.extent(0));
   for (std::size_t d = 0; d < v.size(); ++d) v[d] = h(d);
