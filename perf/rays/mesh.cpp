@@ -186,15 +186,17 @@ public:
   }
 
 private:
+  // The next line that holds a token: a line of only white space of any
+  // kind (\v and \f too, which the stream skips) holds none.
   void next_line() {
     std::string s;
-    do {
+    std::vector<std::string> tokens;
+    while (tokens.empty()) {
       if (!std::getline(in_, s)) bad(file_, "ends at line " + std::to_string(line_) + ", inside the element list its header announces");
       ++line_;
-    } while (s.find_first_not_of(" \t\r") == std::string::npos);
-    std::istringstream ls(s);
-    std::vector<std::string> tokens;
-    for (std::string t; ls >> t;) tokens.push_back(t);
+      std::istringstream ls(s);
+      for (std::string t; ls >> t;) tokens.push_back(t);
+    }
     fields_.assign(tokens.rbegin(), tokens.rend());
   }
   std::istream& in_;
