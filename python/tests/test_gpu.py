@@ -60,7 +60,7 @@ def test_strided_cupy(rng):
     pts = make_points("uniform", 3000, 3, rng)
     q = make_points("uniform", 200, 3, rng)
     want = kdforge.KDTree(pts).query(q, k=3)[1]
-    for p in (cp.asfortranarray(cp.asarray(pts)), cp.asarray(np.concatenate([pts, pts], 1))[:, ::2]):
+    for p in (cp.asfortranarray(cp.asarray(pts)), cp.asarray(np.repeat(pts, 2, axis=1))[:, ::2]):
         tree = kdforge.KDTree(p)
         for x in (cp.asfortranarray(cp.asarray(q)), cp.asarray(np.repeat(q, 2, 0))[::2]):
             np.testing.assert_array_equal(cp.asnumpy(tree.query(x, k=3)[1]), want)
