@@ -780,5 +780,11 @@ TEST_CASE_TEMPLATE("SAH trees and ray queries refuse bad input with a clear erro
   rays[12].tmax = std::numeric_limits<float>::quiet_NaN();
   CHECK_THROWS_WITH_AS(any(exec, tree, rays), doctest::Contains("ray 12"), Error);
   rays[12] = rays[4];
+  rays[13].tmin = -1e-3f; // rays start at t >= 0
+  CHECK_THROWS_WITH_AS(closest(exec, tree, rays), doctest::Contains("ray 13"), Error);
+  CHECK_THROWS_WITH_AS(any(exec, tree, rays), doctest::Contains("negative tmin"), Error);
+  rays[13].tmin = -0.0f; // -0 is 0
+  CHECK_NOTHROW(closest(exec, tree, rays));
+  rays[13] = rays[4];
   CHECK_NOTHROW(closest(exec, tree, rays));
 }

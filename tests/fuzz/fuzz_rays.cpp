@@ -129,7 +129,7 @@ void run(Bytes& b) {
     }
     r.tmin = bound<T>(b);
     r.tmax = bound<T>(b);
-    bad_rays = bad_rays || zero || std::isnan(r.tmin) || std::isnan(r.tmax);
+    bad_rays = bad_rays || zero || !(r.tmin >= 0) || std::isnan(r.tmax);
   }
   Kokkos::deep_copy(rays, hr);
 

@@ -44,7 +44,8 @@ void check_rays(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& r
   Kokkos::parallel_reduce("kdforge::rays::check", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, m),
                           kernels::FirstBadRay<Rays>{rays}, Kokkos::Min<std::int64_t>(bad));
   KDFORGE_REQUIRE(bad == none, where, "ray ", bad,
-                  " has a NaN or infinite origin or direction component, a zero direction, or a NaN tmin or tmax");
+                  " has a NaN or infinite origin or direction component, a zero direction, a NaN tmin or tmax, or a "
+                  "negative tmin (rays start at t >= 0)");
 }
 } // namespace detail
 

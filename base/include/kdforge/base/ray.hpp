@@ -11,7 +11,8 @@ namespace kdforge {
 /// A ray: the points origin + t * direction for t in [tmin, tmax]. The
 /// direction need not be unit length (t is measured in its units); tmax may
 /// be infinite. Queries refuse rays with a NaN or infinite origin or
-/// direction, a zero direction, or a NaN tmin / tmax.
+/// direction, a zero direction, a NaN tmin / tmax, or a negative tmin
+/// (rays start at t >= 0, as Embree's and OptiX's do).
 template <class T>
 struct Ray {
   static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value,

@@ -92,13 +92,14 @@ struct AnyHitFunctor {
 };
 
 /// The first ray (smallest index) that is unusable: a NaN or infinite
-/// origin or direction component, a zero direction, or a NaN tmin / tmax.
+/// origin or direction component, a zero direction, a NaN tmin / tmax, or a
+/// negative tmin (the walk's cell order is for t >= 0).
 template <class Rays>
 struct FirstBadRay {
   Rays rays;
   KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t& first) const {
     auto const r = rays(i);
-    bool bad = r.tmin != r.tmin || r.tmax != r.tmax;
+    bool bad = !(r.tmin >= 0) || r.tmax != r.tmax;
     bool zero = true;
     for (int d = 0; d < 3; ++d) {
       bad = bad || !kdforge::detail::is_finite(r.origin[d]) || !kdforge::detail::is_finite(r.direction[d]);
