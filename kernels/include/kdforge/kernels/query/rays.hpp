@@ -93,7 +93,8 @@ struct AnyHitFunctor {
 
 /// The first ray (smallest index) that is unusable: a NaN or infinite
 /// origin or direction component, a zero direction, a NaN tmin / tmax, or a
-/// negative tmin (the walk's cell order is for t >= 0).
+/// negative tmin (rays start at t >= 0, as Embree's and OptiX's do: the
+/// walk is tested for those, and missed hits behind the origin before).
 template <class Rays>
 struct FirstBadRay {
   Rays rays;
