@@ -408,6 +408,11 @@ TEST_CASE_TEMPLATE("hostile values: NaN or infinity in points, queries, radii an
     r = ok;
     r.tmax = nan;
     bad_rays.push_back(r);
+    for (float t : {-inf, -1.f, -1e-30f}) { // rays start at t >= 0
+      r = ok;
+      r.tmin = t;
+      bad_rays.push_back(r);
+    }
     for (std::size_t i = 0; i < bad_rays.size(); ++i) {
       CAPTURE(i);
       std::vector<Ray<float>> rs{ok, ok, bad_rays[i], ok};
@@ -419,12 +424,13 @@ TEST_CASE_TEMPLATE("hostile values: NaN or infinity in points, queries, radii an
     hv(1, 2) = nan;
     Kokkos::deep_copy(v, hv);
     check_error([&] { build_sah_tree(exec, v, f); }, {"build_sah_tree", "vertex 1", "NaN or infinite"});
-    // the good rays, and an infinite tmin / tmax, answer
+    // the good rays (an infinite tmax among them), and a window around the hit, answer
     hv(1, 2) = 0;
     Kokkos::deep_copy(v, hv);
     auto const t2 = build_sah_tree(exec, v, f);
     Ray<float> back = ok;
-    back.tmin = -inf;
+    back.tmin = 0.5f;
+    back.tmax = 1.5f;
     std::vector<Ray<float>> rs{ok, back};
     auto const hits = to_host(intersect_closest(exec, t2, to_device<Exec>(rs, "rays")));
     CHECK(hits[0].triangle == 0);
