@@ -431,14 +431,7 @@ void run_bucket_radius_search(Exec const& exec, Tree const& tree, QV const& q, S
   auto counts = Kokkos::subview(offsets, Kokkos::make_pair(std::int64_t(0), m));
   Kokkos::deep_copy(exec, Kokkos::subview(offsets, m), std::int64_t(0));
   run_bucket_radius_count(exec, tree, q, sq_r, counts, options.max_neighbors);
-  if (options.sort && m > 0) { // a sorted row is sorted by a heap of 32-bit positions
-    std::int64_t longest = 0;
-    Kokkos::parallel_reduce("kdforge::radius::longest_row", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                            MaxCount<decltype(counts)>{counts}, Kokkos::Max<std::int64_t>(longest));
-    KDFORGE_REQUIRE(longest <= std::int64_t(0x7fffffff), "radius_search", "a row of ", longest,
-                    " neighbours cannot be sorted (RadiusOptions::sort sorts rows of up to 2^31 - 1); leave sort off, "
-                    "or use a smaller radius or RadiusOptions::max_neighbors");
-  }
+  if (options.sort) require_sortable_rows(exec, counts, m);
   std::int64_t const total = backend::exclusive_scan(exec, offsets, offsets);
   Result res = staged_rows(out, m, total);
   Kokkos::deep_copy(exec, res.offsets, offsets);

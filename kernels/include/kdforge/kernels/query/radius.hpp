@@ -332,6 +332,19 @@ struct MaxCount {
   KOKKOS_FUNCTION void operator()(std::int64_t i, std::int64_t& v) const { v = counts(i) > v ? counts(i) : v; }
 };
 
+/// Refuses rows RadiusOptions::sort cannot sort: a sorted row is sorted by
+/// a heap of 32-bit positions.
+template <class Exec, class Counts>
+void require_sortable_rows(Exec const& exec, Counts const& counts, std::int64_t m) {
+  if (m == 0) return;
+  std::int64_t longest = 0;
+  Kokkos::parallel_reduce("kdforge::radius::longest_row", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                          MaxCount<Counts>{counts}, Kokkos::Max<std::int64_t>(longest));
+  KDFORGE_REQUIRE(longest <= std::int64_t(0x7fffffff), "radius_search", "a row of ", longest,
+                  " neighbours cannot be sorted (RadiusOptions::sort sorts rows of up to 2^31 - 1); leave sort off, "
+                  "or use a smaller radius or RadiusOptions::max_neighbors");
+}
+
 /// The result `out` is to become, its row storage ready for `total`
 /// neighbours: out's own when it holds that many (a loop allocates nothing
 /// once it is large enough), else a new one with a quarter to spare (or,
@@ -446,14 +459,7 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
   }
   // a bad query is reported before the rows are allocated
   throw_if_bad_query(exec, workspace, q, options.check_queries, "radius_search");
-  if (options.sort && m > 0) { // a sorted row is sorted by a heap of 32-bit positions
-    std::int64_t longest = 0;
-    Kokkos::parallel_reduce("kdforge::radius::longest_row", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                            MaxCount<decltype(counts)>{counts}, Kokkos::Max<std::int64_t>(longest));
-    KDFORGE_REQUIRE(longest <= std::int64_t(0x7fffffff), "radius_search", "a row of ", longest,
-                    " neighbours cannot be sorted (RadiusOptions::sort sorts rows of up to 2^31 - 1); leave sort off, "
-                    "or use a smaller radius or RadiusOptions::max_neighbors");
-  }
+  if (options.sort) require_sortable_rows(exec, counts, m);
   backend::exclusive_scan_async(exec, offsets, offsets, workspace.scratch);
   std::int64_t total = 0;
   Kokkos::deep_copy(exec, Kokkos::View<std::int64_t, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(&total), last);
