@@ -18,8 +18,9 @@
 #   KDFORGE_BUILD_ROOT     where build trees go (default ./build-tests)
 #   KDFORGE_KOKKOS_RELEASE the Kokkos 4.6.01 tarball (default ../shared/vendor/kokkos-4.6.01.tar.gz
 #                          beside the checkout); "off" skips that suite
-#   KDFORGE_KOKKOS4_FEATURES the features of that suite (default build;knn;radius;bucket;public_api;
-#                          primitives;memory; "all" for every one)
+#   KDFORGE_KOKKOS4_FEATURES the features of that suite (default build;public_api;primitives:
+#                          every builder, every query through the public API, every backend
+#                          primitive; "all" for every one)
 #   KDFORGE_SANITIZE       ON (default): the Serial suite is built with ASan + UBSan, a subset of the
 #                          features (tests/README.md, Sanitizers); OFF: the whole Serial suite, plain
 #   KDFORGE_FUZZ_SECONDS   seconds each libFuzzer target runs after replaying its corpus
@@ -32,7 +33,25 @@ cuda=${KDFORGE_CUDA:-auto}
 root=${KDFORGE_BUILD_ROOT:-$here/build-tests}
 jobs=${KDFORGE_BUILD_JOBS:-$(nproc)}
 
+# every step's wall time, printed as it ends and again at the end, so the
+# test command's cost on a CI machine shows step by step
+step_names=() step_secs=()
+step_start=$SECONDS
+step_end() { # step_end NAME: the time since the last step ended
+  local d=$((SECONDS - step_start))
+  step_names+=("$1") step_secs+=("$d")
+  echo "=== kdforge: $1 took ${d} s"
+  step_start=$SECONDS
+}
+step_summary() {
+  echo "=== kdforge: wall time by step"
+  for i in "${!step_names[@]}"; do printf '  %-40s %6s s\n' "${step_names[$i]}" "${step_secs[$i]}"; done
+  printf '  %-40s %6s s\n' total "$SECONDS"
+}
+trap step_summary EXIT
+
 bash cmake/install-deps.sh
+step_end "dependencies"
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
 
@@ -58,12 +77,15 @@ for b in $backends; do
   [ "$b" = OpenMP ] || extra+=(-DKDFORGE_ENABLE_MPI=OFF)
   cmake -S . -B "$root/$b" -G Ninja -DKDFORGE_BACKEND="$b" -DCMAKE_BUILD_TYPE=Release "${extra[@]}"
   cmake --build "$root/$b" --parallel "$jobs"
+  step_end "$b: configure and build"
   (cd "$root/$b" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
+  step_end "$b: ctest"
 done
 
 if [[ " $backends " == *" OpenMP "* ]] && command -v doxygen >/dev/null; then
   echo "=== kdforge: API reference (Doxygen)"
   cmake --build "$root/OpenMP" --target docs || failed=1
+  step_end "API reference"
 fi
 
 # --- fuzzing (tests/README.md, Fuzzing): every libFuzzer target for a minute, two at a time
@@ -71,6 +93,7 @@ fuzz_seconds=${KDFORGE_FUZZ_SECONDS:-60}
 if [ "$fuzz_seconds" != 0 ]; then
   echo "=== kdforge: fuzzing, $fuzz_seconds s per target"
   KDFORGE_FUZZ_BUILD="$root/fuzz" bash tests/fuzz/run.sh "$fuzz_seconds" || failed=1
+  step_end "fuzzing: build and run"
 fi
 # ---
 
@@ -83,10 +106,12 @@ if [ "$release" != off ] && [ -f "$release" ]; then
   cmake -S . -B "$root/OpenMP-kokkos4" -G Ninja -DKDFORGE_BACKEND=OpenMP -DCMAKE_BUILD_TYPE=Release \
         -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF \
         -DKDFORGE_ENABLE_MPI=OFF -DKDFORGE_ENABLE_BLAS=OFF \
-        -DKDFORGE_TEST_FEATURE_SUBSET="${KDFORGE_KOKKOS4_FEATURES:-build;knn;radius;bucket;public_api;primitives;memory}" \
+        -DKDFORGE_TEST_FEATURE_SUBSET="${KDFORGE_KOKKOS4_FEATURES:-build;public_api;primitives}" \
         "${python_off[@]}"
   cmake --build "$root/OpenMP-kokkos4" --parallel "$jobs"
+  step_end "Kokkos 4: bootstrap, configure and build"
   (cd "$root/OpenMP-kokkos4" && OMP_PROC_BIND=false ctest --output-on-failure) || failed=1
+  step_end "Kokkos 4: ctest"
 fi
 
 if [ "$cuda" != off ] && command -v nvcc >/dev/null; then
@@ -95,13 +120,16 @@ if [ "$cuda" != off ] && command -v nvcc >/dev/null; then
   if [ "$cuda" = run ] || [ "$cuda" = full ]; then
     cmake --build "$root/Cuda" --parallel "$jobs"
   else
-    # without a GPU: the benchmark driver (every query kernel of the point
-    # trees, D = 2..4, float and double) and the instantiations it leaves
-    # out (tests/cuda_compile_check.cpp); the full suite takes as long again
-    cmake --build "$root/Cuda" --parallel "$jobs" --target kdforge-bench kdforge_cuda_check
+    # without a GPU: the benchmark driver's float 3-D case (every query
+    # kernel of the point trees; its other cases are the same templates at
+    # other D and T, minutes of nvcc each) and the instantiations it leaves
+    # out (tests/cuda_compile_check.cpp); the full suite takes many times as long
+    cmake --build "$root/Cuda" --parallel "$jobs" --target kdforge-bench-float3 kdforge_cuda_check
   fi
+  step_end "Cuda: configure and compile"
   if [ "$cuda" = run ]; then
     (cd "$root/Cuda" && ctest --output-on-failure) || failed=1
+    step_end "Cuda: ctest"
   else
     echo "=== kdforge: Cuda configuration compiled, not run (no GPU here; tests/README.md: running the tests on a GPU)"
   fi

@@ -172,7 +172,7 @@ PointSet read_ply(std::istream& in, std::string const& file, int dim) {
       props.push_back(p);
     } else if (word == "comment" || word == "obj_info" || word.empty()) {
     } else {
-      bad(file, where + "unexpected '" + word.substr(0, 40) + "'");
+      bad(file, where + "unexpected '" + word.substr(0, 40) + "' (not a header keyword: is end_header missing?)");
     }
   }
   if (!header_done) bad(file, "the header has no end_header line");
