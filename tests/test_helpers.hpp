@@ -15,8 +15,11 @@
 namespace kdforge::test {
 
 // Every test runs on the configured default space and, where it differs, on
-// Kokkos::Serial, so one binary compares the build's backend to the serial one.
-#if defined(KOKKOS_ENABLE_SERIAL) && \
+// Kokkos::Serial, so one binary compares the build's backend to the serial one;
+// KDFORGE_TEST_DEFAULT_SPACE_ONLY (tests/CMakeLists.txt,
+// KDFORGE_TEST_SERIAL_ELSEWHERE) leaves Serial out of a file whose features
+// another build of the test command runs on Serial.
+#if defined(KOKKOS_ENABLE_SERIAL) && !defined(KDFORGE_TEST_DEFAULT_SPACE_ONLY) && \
     (defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_OPENMP) || defined(KOKKOS_ENABLE_THREADS))
 #define KDFORGE_TEST_SPACES Kokkos::DefaultExecutionSpace, Kokkos::Serial
 #else

@@ -103,7 +103,9 @@ class Checksum {
 public:
   void add(void const* data, std::size_t bytes) {
     auto const* p = static_cast<unsigned char const*>(data);
-    while (bytes > 0 && m_fill > 0) { // complete a partial word first
+    // complete a partial word first (m_fill < 8 always holds; said here so
+    // that the compiler sees the store stays inside m_word)
+    while (bytes > 0 && m_fill > 0 && m_fill < 8) {
       m_word[m_fill++] = *p++;
       --bytes;
       if (m_fill == 8) {
