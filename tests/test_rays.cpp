@@ -529,6 +529,23 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
                            std::vector<Ray<float>>{make_ray<float>(o, d)});
     CHECK(h[0].triangle == 0);
   }
+  SUBCASE("a hit whose distance overflows the coordinate type is no hit") {
+    // t = 0.5 / |d|: beyond the largest float for a subnormal direction
+    Mesh m;
+    m.add_triangle(m.add_vertex(0.1, 0.1, 0.5), m.add_vertex(0.9, 0.2, 0.5), m.add_vertex(0.4, 0.9, 0.5));
+    auto const mesh = upload<Exec, float>(m);
+    auto const tree = build_sah_tree(Exec{}, mesh.first, mesh.second);
+    double o[3] = {0.4, 0.4, 0.0}, tiny[3] = {0.0, 0.0, 1e-39}, small[3] = {0.0, 0.0, 1e-37};
+    std::vector<Ray<float>> const rays{make_ray<float>(o, tiny), make_ray<float>(o, small)};
+    auto const h = closest(Exec{}, tree, rays);
+    auto const a = any(Exec{}, tree, rays);
+    CHECK(h[0].triangle == -1); // t = 5e38: inf in float
+    CHECK(!a[0]);
+    CHECK(h[1].triangle == 0); // t = 5e36: finite
+    CHECK(h[1].t == doctest::Approx(5e36).epsilon(1e-6));
+    CHECK(a[1]);
+    check_mesh<Exec, float>(m, rays);
+  }
   SUBCASE("all triangles identical") {
     Mesh m;
     for (int i = 0; i < 500; ++i)

@@ -11,6 +11,8 @@
 # Environment:
 #   KDFORGE_FUZZ_BUILD  the build tree (default ./build-fuzz)
 #   KDFORGE_FUZZ_JOBS   targets run at once (default: the number of cores, at most 2)
+#   KDFORGE_FUZZ_SEED   libFuzzer's random seed (default: a new one each run; the
+#                       test command fixes it, so its findings repeat)
 #   KDFORGE_BUILD_JOBS  compile jobs (default: the number of cores)
 # Prints one line per target: executions, coverage (edges), features, corpus
 # size, and the result; exits 1 if any target found a problem.
@@ -48,7 +50,7 @@ run_one() {
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
     "$build/tests/fuzz/kdforge_fuzz_$t" "$work" "$here/tests/fuzz/corpus/$t" -max_total_time="$seconds" \
     -max_len="$(max_len "$t")" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$crashes/" >"$log" 2>&1 || rc=$?
+    -artifact_prefix="$crashes/" ${KDFORGE_FUZZ_SEED:+-seed="$KDFORGE_FUZZ_SEED"} >"$log" 2>&1 || rc=$?
   local stats runs
   stats=$(grep -E '^#[0-9]+.*cov: ' "$log" | tail -n1 | \
           sed -E 's/^#([0-9]+)[[:space:]]+[A-Z]+[[:space:]]+cov: ([0-9]+) ft: ([0-9]+) corp: ([0-9]+).*/\2 \3 \4/' || true)

@@ -29,6 +29,7 @@
 //    every backend and of the brute-force reference.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/ray.hpp>
+#include <kdforge/base/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -96,8 +97,8 @@ KOKKOS_FORCEINLINE_FUNCTION T cross2(T a, T b, T c, T d) {
 
 /// Woop, Benthin & Wald 2013: the watertight test of ray `w` against the
 /// triangle of corners a, b, c (pointers to 3 coordinates each). Zero-area
-/// triangles never hit (det = 0). Hits are accepted for t in [tmin, tmax]
-/// of the given bounds.
+/// triangles never hit (det = 0). Hits are accepted for finite t in
+/// [tmin, tmax] of the given bounds.
 template <class T>
 KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T const* a, T const* b, T const* c,
                                                    T tmin, T tmax) {
@@ -130,7 +131,10 @@ KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T
   T const Az = mul_rn(w.Sz, Az0), Bz = mul_rn(w.Sz, Bz0), Cz = mul_rn(w.Sz, Cz0);
   T const Tsc = add_rn(add_rn(mul_rn(U, Az), mul_rn(V, Bz)), mul_rn(W, Cz));
   T const t = Tsc / det;
-  if (!(t >= tmin && t <= tmax)) return res;
+  // a hit whose distance overflows T (a tiny direction, a huge mesh) is no
+  // hit: t = inf is not a place on the ray, and the walks, which clip the
+  // ray to finite cells, could never reach it, so every path agrees on a miss
+  if (!(t >= tmin && t <= tmax) || !::kdforge::detail::is_finite(t)) return res;
   res.hit = true;
   res.t = t;
   res.u = V / det;
