@@ -2,7 +2,8 @@
 // the benchmark driver: instantiates for Kokkos::Cuda what the driver does
 // not (median and bucket trees, 64-bit indices, double, approximate kNN,
 // brute force, the workspace overloads, SAH triangle trees and rays, the
-// in-place median builder, saving and loading every tree kind), so
+// in-place median builder, saving and loading every tree kind; ICP and
+// range-histogram kNN in cuda_compile_check_more.cpp), so
 // CUDA code cannot rot where the full Cuda
 // suite is not built (tests/run-tests.sh, KDFORGE_CUDA=auto).
 #include <kdforge/kdforge.hpp>
@@ -60,8 +61,13 @@ void instantiate() {
 }
 } // namespace
 
+namespace kdforge_cuda_check {
+void instantiate_all_more(); // cuda_compile_check_more.cpp
+}
+
 int main(int argc, char** argv) {
   Kokkos::ScopeGuard guard(argc, argv);
+  kdforge_cuda_check::instantiate_all_more();
   instantiate<Kokkos::DefaultExecutionSpace, float, 3, std::int64_t>();
   instantiate<Kokkos::DefaultExecutionSpace, double, 3, std::int32_t>();
   return 0;
