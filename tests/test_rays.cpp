@@ -619,6 +619,55 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
     for (auto const& h : hits) missed += h.triangle < 0;
     CHECK(missed == 0);
   }
+  SUBCASE("rays in a split plane: a nearer hit, or a tie, waits in the second child") {
+    // As above, the root splits x at 0.5 and the grid on z = 0.5 lies in
+    // the right child only. Two triangles at z = 0.9 cross x = 0.5, so both
+    // children list them; a ray in the plane x = 0.5 along +z walks the
+    // left child first and hits them at t = 0.9 there, before the end of
+    // that child's interval, while the grid's hit at t = 0.5 waits in the
+    // right one. A third triangle at z = 0.25, in the right child only,
+    // ties at equal t with a crossing one of larger index.
+    Mesh m;
+    m.add_triangle(m.add_vertex(0.5, 0.0, 0.25), m.add_vertex(0.9, 0.0, 0.25), m.add_vertex(0.5, 0.2, 0.25));
+    m.add_triangle(m.add_vertex(0, 0, 0), m.add_vertex(0.01, 0, 0), m.add_vertex(0, 0.01, 0));
+    m.add_triangle(m.add_vertex(1, 1, 1), m.add_vertex(0.99, 1, 1), m.add_vertex(1, 0.99, 1));
+    int const k = 16;
+    for (int i = 0; i < k / 2; ++i)
+      for (int j = 0; j < k; ++j) {
+        double const x0 = 0.5 + double(i) / k, x1 = x0 + 1.0 / k, y0 = double(j) / k, y1 = y0 + 1.0 / k;
+        std::int32_t const a = m.add_vertex(x0, y0, 0.5), b = m.add_vertex(x1, y0, 0.5), c = m.add_vertex(x1, y1, 0.5),
+                           d = m.add_vertex(x0, y1, 0.5);
+        m.add_triangle(a, b, c);
+        m.add_triangle(a, c, d);
+      }
+    std::int32_t const p0 = m.add_vertex(0.3, 0.0, 0.9), p1 = m.add_vertex(0.7, 0.0, 0.9),
+                       p2 = m.add_vertex(0.7, 1.0, 0.9), p3 = m.add_vertex(0.3, 1.0, 0.9);
+    m.add_triangle(p0, p1, p2);
+    m.add_triangle(p0, p2, p3);
+    m.add_triangle( // crossing x = 0.5 at z = 0.25: the tie's partner, a larger index
+        m.add_vertex(0.3, 0.0, 0.25), m.add_vertex(0.7, 0.0, 0.25), m.add_vertex(0.5, 0.2, 0.25));
+    std::vector<Ray<float>> rays, ties;
+    for (int j = 0; j <= 4 * k; ++j) {
+      double const y = 0.01 + 0.98 * double(j) / (4 * k);
+      double o[3] = {0.5, y, 0.3}, d[3] = {0.0, 0.0, 1.0};
+      rays.push_back(make_ray<float>(o, d));
+    }
+    for (int j = 1; j < 8; ++j) {
+      double o[3] = {0.5, 0.02 * j, 0.0}, d[3] = {0.0, 0.0, 1.0};
+      ties.push_back(make_ray<float>(o, d));
+    }
+    std::vector<Ray<float>> all = rays;
+    all.insert(all.end(), ties.begin(), ties.end());
+    auto const tree = check_mesh<Exec, float>(m, all);
+    auto const root = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+    CHECK(root(0).dim() == 0);
+    CHECK(root(0).split == 0.5f);
+    std::size_t nearer = 0, smaller = 0;
+    for (auto const& h : closest(Exec{}, tree, rays)) nearer += h.triangle >= 0 && h.t == doctest::Approx(0.2);
+    for (auto const& h : closest(Exec{}, tree, ties)) smaller += h.triangle == 0;
+    CHECK(nearer == rays.size());
+    CHECK(smaller == ties.size());
+  }
   SUBCASE("a tube of long triangles along its longest axis") {
     // Every triangle crosses the median plane of z, the longest axis: the
     // large stage must split across x or y instead of keeping one leaf.

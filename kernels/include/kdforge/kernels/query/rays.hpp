@@ -39,9 +39,6 @@ struct ClosestHitVisitor {
   }
   KOKKOS_FUNCTION T limit() const { return best; }
   KOKKOS_FUNCTION bool done() const { return false; }
-  // a hit before the leaf's end: nothing behind it is nearer (a hit at the
-  // very end may tie with a triangle of smaller index in the next cell)
-  KOKKOS_FUNCTION bool finished(T t1) const { return triangle >= 0 && best < t1; }
 };
 
 template <class Tree>
@@ -55,7 +52,6 @@ struct AnyHitVisitor {
   }
   KOKKOS_FUNCTION T limit() const { return ray.tmax; }
   KOKKOS_FUNCTION bool done() const { return found; }
-  KOKKOS_FUNCTION bool finished(T) const { return found; }
 };
 
 template <class Tree, class Rays, class Hits>

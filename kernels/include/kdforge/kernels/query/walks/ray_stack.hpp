@@ -5,9 +5,9 @@
 // the scene box; at an inner node the ray's interval [t0, t1] is cut at the
 // split plane, the near child is walked first and the far one waits on a
 // per-ray stack of fixed size with its interval; a leaf's triangles are
-// shown to the visitor; a closest-hit walk ends when a hit lies before the
-// end of the leaf's interval (nothing behind can be nearer), and a waiting
-// node whose interval starts beyond the nearest hit so far is skipped.
+// shown to the visitor; a waiting node whose interval starts beyond the
+// nearest hit so far is skipped, and the walk ends when every waiting node
+// would be.
 //
 // What differs, and why:
 //  - The paper's stack holds 50 entries; here the builder bounds the height
@@ -24,12 +24,20 @@
 //    runs in a split plane (zero direction across it) visits both children.
 //    Triangles that lie in a plane are in both children (the builder), so
 //    such rays find them.
+//  - The paper ends a closest-hit walk after a leaf when the nearest hit
+//    lies before the leaf's exit: every waiting interval starts at or after
+//    it. A ray that runs in a split plane breaks that order: both children
+//    wait with the same interval, so a hit in the first says nothing about
+//    the second, which may hold a nearer hit, or one at the same t with a
+//    smaller index. Each stack entry therefore also holds the smallest
+//    interval start of the entries up to it, and the walk ends when that
+//    start lies beyond the nearest hit (ties are walked: equal t, smaller
+//    index). Without in-plane rays it ends exactly where the paper's does.
 //
 // A visitor offers:
 //   void test(std::int32_t triangle)   the ray meets a leaf listing it
 //   T limit() const                    skip waiting nodes whose interval starts beyond it
 //   bool done() const                  stop now (any-hit queries)
-//   bool finished(T t1) const          stop after a leaf whose interval ends at t1
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/kernels/trees/triangle_tree.hpp>
@@ -92,8 +100,14 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
     std::int32_t node;
     T t0;
     T t1;
+    T lowest; // the smallest t0 of this entry and those below it
   } stack[ray_stack_capacity];
   int top = 0;
+  auto const push = [&](std::int32_t node, T a, T b) {
+    T const below = top > 0 ? stack[top - 1].lowest : a;
+    stack[top] = Entry{node, a, b, a < below ? a : below};
+    ++top;
+  };
   std::int32_t node = 0;
   while (true) {
     auto n = tree.node(node);
@@ -106,7 +120,7 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
         if (o < s) node = left;
         else if (o > s) node = right;
         else {
-          stack[top++] = Entry{right, t0, t1};
+          push(right, t0, t1);
           node = left;
         }
       } else {
@@ -118,7 +132,7 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
         else if (t < t0 - margin) node = far;  // it meets the cell behind the plane
         else {
           T const tc = t < t0 ? t0 : t > t1 ? t1 : t;
-          stack[top++] = Entry{far, tc, t1};
+          push(far, tc, t1);
           node = near;
           t1 = tc;
         }
@@ -129,10 +143,9 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
       visitor.test(tree.leaf_triangle(i));
       if (visitor.done()) return;
     }
-    if (visitor.finished(t1)) return;
     // the next waiting node the nearest hit has not ruled out
     while (true) {
-      if (top == 0) return;
+      if (top == 0 || stack[top - 1].lowest > visitor.limit()) return;
       Entry const e = stack[--top];
       if (e.t0 > visitor.limit()) continue;
       node = e.node;
