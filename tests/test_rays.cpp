@@ -546,6 +546,25 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
     CHECK(a[1]);
     check_mesh<Exec, float>(m, rays);
   }
+  SUBCASE("a ray beside a triangle of subnormal corners, along an axis it does not move on, misses") {
+    // x = 0 on the ray; the triangle's x runs from 2^-1066 to 0.5. The edge
+    // functions' products of such corners underflow to zero, which the sign
+    // tests alone would count as a hit at t = -0 on an edge.
+    double const s = std::ldexp(1.0, -1066), z = 220 * std::ldexp(1.0, -1074);
+    Mesh m;
+    m.add_triangle(m.add_vertex(s, s, z), m.add_vertex(0.5, 0.5, 0.5), m.add_vertex(s, s, s));
+    m.add_triangle(m.add_vertex(1.5, -0.5, -1.0), m.add_vertex(0.5, 0.5, 0.5), m.add_vertex(s, s, s));
+    double o[3] = {0.0, 0.0, 0.0}, d[3] = {0.0, 1.0, -2.0};
+    std::vector<Ray<double>> const rays{make_ray<double>(o, d, 0.0, 0.0), make_ray<double>(o, d)};
+    auto const w = kernels::make_watertight_ray(rays[0]);
+    double c[3][3] = {{s, s, z}, {0.5, 0.5, 0.5}, {s, s, s}};
+    CHECK(!kernels::intersect_watertight(w, c[0], c[1], c[2], 0.0, 0.0).hit);
+    auto const mesh = upload<Exec, double>(m);
+    auto const tree = build_sah_tree(Exec{}, mesh.first, mesh.second);
+    for (auto const& h : closest(Exec{}, tree, rays)) CHECK(h.triangle == -1);
+    for (bool a : any(Exec{}, tree, rays)) CHECK(!a);
+    check_mesh<Exec, double>(m, rays);
+  }
   SUBCASE("all triangles identical") {
     Mesh m;
     for (int i = 0; i < 500; ++i)

@@ -27,6 +27,10 @@
 //  - t is computed by division after the sign tests rather than kept scaled
 //    by det: the same correctly rounded t for the closest-hit comparisons of
 //    every backend and of the brute-force reference.
+//  - A ray that does not move along an axis hits only triangles whose
+//    extent on that axis holds its origin's coordinate, checked exactly
+//    after the sign tests (products of double corners close to the origin
+//    can underflow to zero, which would count as an edge hit).
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/types.hpp>
@@ -93,6 +97,11 @@ template <class T>
 KOKKOS_FORCEINLINE_FUNCTION T cross2(T a, T b, T c, T d) {
   return backend::add_rn(backend::mul_rn(a, b), -backend::mul_rn(c, d));
 }
+// whether x lies outside [min(a, b, c), max(a, b, c)]
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION bool outside_extent(T x, T a, T b, T c) {
+  return (x < a && x < b && x < c) || (x > a && x > b && x > c);
+}
 } // namespace watertight_detail
 
 /// Woop, Benthin & Wald 2013: the watertight test of ray `w` against the
@@ -105,6 +114,7 @@ KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T
   using backend::add_rn;
   using backend::mul_rn;
   using watertight_detail::cross2;
+  using watertight_detail::outside_extent;
   TriangleHit<T> res{false, T(0), T(0), T(0)};
   // corners relative to the origin, then sheared into the ray's frame
   T const Ax0 = add_rn(a[w.kx], -w.org[w.kx]), Ay0 = add_rn(a[w.ky], -w.org[w.ky]), Az0 = add_rn(a[w.kz], -w.org[w.kz]);
@@ -135,6 +145,14 @@ KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T
   // hit: t = inf is not a place on the ray, and the walks, which clip the
   // ray to finite cells, could never reach it, so every path agrees on a miss
   if (!(t >= tmin && t <= tmax) || !::kdforge::detail::is_finite(t)) return res;
+  // across an axis the ray does not move along (zero shear), the hit point
+  // is the origin's coordinate: outside the triangle's extent there it is
+  // no hit. The sign tests can say otherwise where the edge functions'
+  // products underflow (double corners within about 1e-154 of the origin);
+  // the walks decide such rays' sides by exact comparisons, so this keeps
+  // every path's answer the same, and it never rejects an exact hit.
+  if (w.Sx == T(0) && outside_extent(w.org[w.kx], a[w.kx], b[w.kx], c[w.kx])) return res;
+  if (w.Sy == T(0) && outside_extent(w.org[w.ky], a[w.ky], b[w.ky], c[w.ky])) return res;
   res.hit = true;
   res.t = t;
   res.u = V / det;
