@@ -565,6 +565,28 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
     for (bool a : any(Exec{}, tree, rays)) CHECK(!a);
     check_mesh<Exec, double>(m, rays);
   }
+  SUBCASE("a hit the sign tests report away from a triangle of corners near 1e26 is no hit") {
+    // float corners from -5.7e26 to 8.7e8 in y: the sheared edge functions
+    // keep no precision at unit scale, and the sign tests take the ray's
+    // origin (2, -2, -2), 3 units beside the triangle's x extent [-2, -1],
+    // for a hit at t = 0
+    Mesh m;
+    std::int32_t const a = m.add_vertex(-2.0, 0.5, double(0x1p-141f));
+    std::int32_t const b = m.add_vertex(-2.0, double(-0x1.d7d7d6p+88f), -2.0);
+    std::int32_t const e = m.add_vertex(-1.0, double(0x1.9c9dd6p+29f), 1.0);
+    m.add_triangle(a, b, e);
+    double o[3] = {2.0, -2.0, -2.0}, d[3] = {-1.5, -2.0, -2.0};
+    std::vector<Ray<float>> const rays{make_ray<float>(o, d, 0.0, 0.0), make_ray<float>(o, d)};
+    auto const w = kernels::make_watertight_ray(rays[0]);
+    float c[3][3];
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 3; ++j) c[k][j] = float(m.v[3 * std::size_t(m.f[std::size_t(k)]) + j]);
+    CHECK(!kernels::intersect_watertight(w, c[0], c[1], c[2], 0.0f, 0.0f).hit);
+    auto const mesh = upload<Exec, float>(m);
+    auto const tree = build_sah_tree(Exec{}, mesh.first, mesh.second);
+    for (auto const& h : closest(Exec{}, tree, rays)) CHECK(h.triangle == -1);
+    check_mesh<Exec, float>(m, rays);
+  }
   SUBCASE("all triangles identical") {
     Mesh m;
     for (int i = 0; i < 500; ++i)

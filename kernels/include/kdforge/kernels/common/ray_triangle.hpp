@@ -27,26 +27,40 @@
 //  - t is computed by division after the sign tests rather than kept scaled
 //    by det: the same correctly rounded t for the closest-hit comparisons of
 //    every backend and of the brute-force reference.
-//  - A ray that does not move along an axis hits only triangles whose
-//    extent on that axis holds its origin's coordinate, checked exactly
-//    after the sign tests (products of double corners close to the origin
-//    can underflow to zero, which would count as an edge hit).
+//  - A hit must lie where the ray crosses the triangle's box, checked after
+//    the sign tests with the walks' own clipping of a ray to a box (the
+//    same rounding slack; exact along axes the ray does not move on). Where
+//    rounding has eaten the sign tests' precision (products of double
+//    corners close to the origin underflow to zero and count as an edge;
+//    float corners of 1e26 beside a ray at unit scale) they report hits
+//    away from the triangle, which the walks never reach.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
+#include <cfloat>
 #include <cstdint>
 #include <type_traits>
 
 namespace kdforge::kernels {
+
+/// A few units of rounding of a ray parameter t: the walks widen the ray's
+/// interval through a box by it, and a hit must lie within its triangle's
+/// box widened the same way.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T ray_rounding_slack(T t) {
+  constexpr T eps = std::is_same<T, float>::value ? T(FLT_EPSILON) : T(DBL_EPSILON);
+  return T(8) * eps * (t < T(0) ? -t : t);
+}
 
 /// A ray in its own frame (Woop et al. 2013, section 3: the per-ray
 /// precomputation): permutation kx, ky, kz and shear Sx, Sy, Sz.
 template <class T>
 struct WatertightRay {
   T org[3];
+  T dir[3];
   T tmin;
   T tmax;
   int kx, ky, kz;
@@ -56,7 +70,10 @@ struct WatertightRay {
 template <class T>
 KOKKOS_FUNCTION WatertightRay<T> make_watertight_ray(Ray<T> const& r) {
   WatertightRay<T> w;
-  for (int d = 0; d < 3; ++d) w.org[d] = r.origin[d];
+  for (int d = 0; d < 3; ++d) {
+    w.org[d] = r.origin[d];
+    w.dir[d] = r.direction[d];
+  }
   w.tmin = r.tmin;
   w.tmax = r.tmax;
   T const ax = r.direction[0] < T(0) ? -r.direction[0] : r.direction[0];
@@ -97,10 +114,28 @@ template <class T>
 KOKKOS_FORCEINLINE_FUNCTION T cross2(T a, T b, T c, T d) {
   return backend::add_rn(backend::mul_rn(a, b), -backend::mul_rn(c, d));
 }
-// whether x lies outside [min(a, b, c), max(a, b, c)]
+// whether parameter t of ray w lies outside the ray's interval through the
+// box of corners a, b, c, widened by the rounding slack the walks widen
+// boxes by (walks/ray_stack.hpp); exact along axes the ray does not move on
 template <class T>
-KOKKOS_FORCEINLINE_FUNCTION bool outside_extent(T x, T a, T b, T c) {
-  return (x < a && x < b && x < c) || (x > a && x > b && x > c);
+KOKKOS_FORCEINLINE_FUNCTION bool outside_box(WatertightRay<T> const& w, T const* a, T const* b, T const* c, T t) {
+  for (int d = 0; d < 3; ++d) {
+    T const lo = a[d] < b[d] ? (a[d] < c[d] ? a[d] : c[d]) : (b[d] < c[d] ? b[d] : c[d]);
+    T const hi = a[d] > b[d] ? (a[d] > c[d] ? a[d] : c[d]) : (b[d] > c[d] ? b[d] : c[d]);
+    T const o = w.org[d], dir = w.dir[d];
+    if (dir == T(0)) {
+      if (o < lo || o > hi) return true;
+      continue;
+    }
+    T ta = (lo - o) / dir, tb = (hi - o) / dir;
+    if (ta > tb) {
+      T const x = ta;
+      ta = tb;
+      tb = x;
+    }
+    if (t < ta - ray_rounding_slack(ta) || t > tb + ray_rounding_slack(tb)) return true;
+  }
+  return false;
 }
 } // namespace watertight_detail
 
@@ -114,7 +149,7 @@ KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T
   using backend::add_rn;
   using backend::mul_rn;
   using watertight_detail::cross2;
-  using watertight_detail::outside_extent;
+  using watertight_detail::outside_box;
   TriangleHit<T> res{false, T(0), T(0), T(0)};
   // corners relative to the origin, then sheared into the ray's frame
   T const Ax0 = add_rn(a[w.kx], -w.org[w.kx]), Ay0 = add_rn(a[w.ky], -w.org[w.ky]), Az0 = add_rn(a[w.kz], -w.org[w.kz]);
@@ -145,14 +180,10 @@ KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T
   // hit: t = inf is not a place on the ray, and the walks, which clip the
   // ray to finite cells, could never reach it, so every path agrees on a miss
   if (!(t >= tmin && t <= tmax) || !::kdforge::detail::is_finite(t)) return res;
-  // across an axis the ray does not move along (zero shear), the hit point
-  // is the origin's coordinate: outside the triangle's extent there it is
-  // no hit. The sign tests can say otherwise where the edge functions'
-  // products underflow (double corners within about 1e-154 of the origin);
-  // the walks decide such rays' sides by exact comparisons, so this keeps
-  // every path's answer the same, and it never rejects an exact hit.
-  if (w.Sx == T(0) && outside_extent(w.org[w.kx], a[w.kx], b[w.kx], c[w.kx])) return res;
-  if (w.Sy == T(0) && outside_extent(w.org[w.ky], a[w.ky], b[w.ky], c[w.ky])) return res;
+  // a hit outside the triangle's box is no hit (see the top): where
+  // rounding has eaten the sign tests' precision they can report one away
+  // from the triangle, which the walks, clipping to boxes, never reach
+  if (outside_box(w, a, b, c, t)) return res;
   res.hit = true;
   res.t = t;
   res.u = V / det;

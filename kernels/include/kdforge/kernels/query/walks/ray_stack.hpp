@@ -40,6 +40,7 @@
 //   bool done() const                  stop now (any-hit queries)
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/types.hpp>
+#include <kdforge/kernels/common/ray_triangle.hpp>
 #include <kdforge/kernels/trees/triangle_tree.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -53,18 +54,6 @@ namespace kdforge::kernels {
 /// Entries of a ray walk's stack: one per level is the most it holds.
 inline constexpr int ray_stack_capacity = triangle_tree_max_height + 1;
 
-namespace ray_walk_detail {
-template <class T>
-KOKKOS_FORCEINLINE_FUNCTION T abs(T x) {
-  return x < T(0) ? -x : x;
-}
-// a few units of rounding of t
-template <class T>
-KOKKOS_FORCEINLINE_FUNCTION T slack(T t) {
-  constexpr T eps = std::is_same<T, float>::value ? T(FLT_EPSILON) : T(DBL_EPSILON);
-  return T(8) * eps * abs(t);
-}
-} // namespace ray_walk_detail
 
 /// Walks `tree` along `ray`, showing the visitor the triangles of the
 /// leaves the ray meets, front to back.
@@ -72,7 +61,6 @@ template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coordinate_type> const& ray,
                                         Visitor& visitor) {
   using T = typename Tree::coordinate_type;
-  using ray_walk_detail::slack;
   if (tree.node_count() == 0) return;
   // the ray's interval inside the scene box
   T t0 = ray.tmin, t1 = ray.tmax;
@@ -89,8 +77,8 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
       ta = tb;
       tb = s;
     }
-    ta -= slack(ta);
-    tb += slack(tb);
+    ta -= ray_rounding_slack(ta);
+    tb += ray_rounding_slack(tb);
     t0 = ta > t0 ? ta : t0;
     t1 = tb < t1 ? tb : t1;
   }
@@ -127,7 +115,7 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
         T const t = (s - o) / dir;
         std::int32_t const near = dir > T(0) ? left : right;
         std::int32_t const far = dir > T(0) ? right : left;
-        T const margin = slack(t);
+        T const margin = ray_rounding_slack(t);
         if (t > t1 + margin) node = near;      // the ray leaves the cell before the plane
         else if (t < t0 - margin) node = far;  // it meets the cell behind the plane
         else {
