@@ -587,6 +587,29 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
     for (auto const& h : closest(Exec{}, tree, rays)) CHECK(h.triangle == -1);
     check_mesh<Exec, float>(m, rays);
   }
+  SUBCASE("a hit a unit of rounding before its cell's start still counts (a ray of scale 1e30)") {
+    // The ray comes down y from 2e30 to geometry of unit size: every hit
+    // lies at t = 1 within rounding. The root splits y at -1; the nearest
+    // hit (triangle 3, below the plane) comes out at 1 - 2^-52, before the
+    // plane's crossing at 1, while triangle 1 above it is hit at 1 - 2^-53.
+    Mesh m;
+    double const v[9][3] = {{0, 1, 1},   {-2, -1, -1},     {0.5, -1.5, 0},  {0.5, -2, 0.5}, {0.5, 0.5, 0.5},
+                            {0.5, 0.5, -1}, {-2, -1.5, 1}, {0.5, 1, -1.5}, {-2, -2, 1}};
+    for (auto const& p : v) m.add_vertex(p[0], p[1], p[2]);
+    std::int32_t const f[6][3] = {{0, 0, 1}, {1, 0, 8}, {1, 1, 8}, {2, 1, 6}, {6, 4, 8}, {6, 6, 3}};
+    for (auto const& t : f) m.add_triangle(t[0], t[1], t[2]);
+    SahOptions o;
+    o.small_node_size = 64;
+    o.empty_space_ratio = 0.75;
+    double const y = 0x1.93e5939a08ceap+99;
+    double origin[3] = {-2.0, y, 0.0}, dir[3] = {0.0, -y, 0.0};
+    std::vector<Ray<double>> const rays{make_ray<double>(origin, dir, 0.0, 2.8125)};
+    auto const tree = check_mesh<Exec, double>(m, rays, o);
+    auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+    CHECK(nodes(0).dim() == 1);
+    CHECK(nodes(0).split == -1.0);
+    CHECK(closest(Exec{}, tree, rays)[0].triangle == 3);
+  }
   SUBCASE("all triangles identical") {
     Mesh m;
     for (int i = 0; i < 500; ++i)

@@ -32,7 +32,10 @@
 //    smaller index. Each stack entry therefore also holds the smallest
 //    interval start of the entries up to it, and the walk ends when that
 //    start lies beyond the nearest hit (ties are walked: equal t, smaller
-//    index). Without in-plane rays it ends exactly where the paper's does.
+//    index), by more than the rounding slack the triangle test allows at a
+//    box's faces: a hit in a waiting cell may come out a few units of
+//    rounding before the cell's start. Without in-plane rays it ends where
+//    the paper's does, up to that slack.
 //
 // A visitor offers:
 //   void test(std::int32_t triangle)   the ray meets a leaf listing it
@@ -55,12 +58,21 @@ namespace kdforge::kernels {
 inline constexpr int ray_stack_capacity = triangle_tree_max_height + 1;
 
 
+namespace ray_walk_detail {
+// whether an interval starting at t0 lies beyond a hit at t, rounding aside
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION bool starts_beyond(T t0, T t) {
+  return t0 - ray_rounding_slack(t0) > t;
+}
+} // namespace ray_walk_detail
+
 /// Walks `tree` along `ray`, showing the visitor the triangles of the
 /// leaves the ray meets, front to back.
 template <class Tree, class Visitor>
 KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coordinate_type> const& ray,
                                         Visitor& visitor) {
   using T = typename Tree::coordinate_type;
+  using ray_walk_detail::starts_beyond;
   if (tree.node_count() == 0) return;
   // the ray's interval inside the scene box
   T t0 = ray.tmin, t1 = ray.tmax;
@@ -131,11 +143,13 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
       visitor.test(tree.leaf_triangle(i));
       if (visitor.done()) return;
     }
-    // the next waiting node the nearest hit has not ruled out
+    // the next waiting node the nearest hit has not ruled out: a hit in it
+    // may come out a few units of rounding before its interval's start
+    // (the slack the triangle test allows at a box's faces)
     while (true) {
-      if (top == 0 || stack[top - 1].lowest > visitor.limit()) return;
+      if (top == 0 || starts_beyond(stack[top - 1].lowest, visitor.limit())) return;
       Entry const e = stack[--top];
-      if (e.t0 > visitor.limit()) continue;
+      if (starts_beyond(e.t0, visitor.limit())) continue;
       node = e.node;
       t0 = e.t0;
       t1 = e.t1;
