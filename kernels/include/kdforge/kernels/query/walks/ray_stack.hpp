@@ -29,9 +29,9 @@
 //    it. A ray that runs in a split plane breaks that order: both children
 //    wait with the same interval, so a hit in the first says nothing about
 //    the second, which may hold a nearer hit, or one at the same t with a
-//    smaller index. Each stack entry therefore also holds the smallest
-//    interval start of the entries up to it, and the walk ends when that
-//    start lies beyond the nearest hit (ties are walked: equal t, smaller
+//    smaller index. The walk therefore keeps the smallest interval start
+//    of the waiting entries (each entry holds that of those below it, for
+//    its pop), and ends when that start lies beyond the nearest hit (ties are walked: equal t, smaller
 //    index), by more than the rounding slack the triangle test allows at a
 //    box's faces: a hit in a waiting cell may come out a few units of
 //    rounding before the cell's start. Without in-plane rays it ends where
@@ -100,12 +100,13 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
     std::int32_t node;
     T t0;
     T t1;
-    T lowest; // the smallest t0 of this entry and those below it
+    T below; // the smallest t0 of the entries below this one
   } stack[ray_stack_capacity];
   int top = 0;
+  T lowest = T(0); // the smallest t0 of the waiting entries (top > 0)
   auto const push = [&](std::int32_t node, T a, T b) {
-    T const below = top > 0 ? stack[top - 1].lowest : a;
-    stack[top] = Entry{node, a, b, a < below ? a : below};
+    stack[top] = Entry{node, a, b, lowest};
+    lowest = top == 0 || a < lowest ? a : lowest;
     ++top;
   };
   std::int32_t node = 0;
@@ -147,8 +148,9 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
     // may come out a few units of rounding before its interval's start
     // (the slack the triangle test allows at a box's faces)
     while (true) {
-      if (top == 0 || starts_beyond(stack[top - 1].lowest, visitor.limit())) return;
+      if (top == 0 || starts_beyond(lowest, visitor.limit())) return;
       Entry const e = stack[--top];
+      lowest = e.below;
       if (starts_beyond(e.t0, visitor.limit())) continue;
       node = e.node;
       t0 = e.t0;
