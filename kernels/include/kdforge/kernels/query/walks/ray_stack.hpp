@@ -31,11 +31,12 @@
 //    the second, which may hold a nearer hit, or one at the same t with a
 //    smaller index. The walk therefore keeps the smallest interval start
 //    of the waiting entries (each entry holds that of those below it, for
-//    its pop), and ends when that start lies beyond the nearest hit (ties are walked: equal t, smaller
-//    index), by more than the rounding slack the triangle test allows at a
-//    box's faces: a hit in a waiting cell may come out a few units of
-//    rounding before the cell's start. Without in-plane rays it ends where
-//    the paper's does, up to that slack.
+//    its pop), and ends when that start lies beyond the nearest hit by
+//    more than the rounding slack the triangle test allows at a box's
+//    faces (a hit in a waiting cell may come out a few units of rounding
+//    before the cell's start; ties are walked: equal t, smaller index).
+//    Without in-plane rays it ends where the paper's does, up to that
+//    slack.
 //
 // A visitor offers:
 //   void test(std::int32_t triangle)   the ray meets a leaf listing it
@@ -56,7 +57,6 @@ namespace kdforge::kernels {
 
 /// Entries of a ray walk's stack: one per level is the most it holds.
 inline constexpr int ray_stack_capacity = triangle_tree_max_height + 1;
-
 
 namespace ray_walk_detail {
 // whether an interval starting at t0 lies beyond a hit at t, rounding aside
