@@ -429,6 +429,25 @@ TriangleTree<typename Exec::memory_space, T> check_mesh(Mesh const& m, std::vect
   return tree;
 }
 
+// Two small triangles at opposite corners of [0, 1]^3, so that the root
+// splits x at 0.5 (the large stage's median of its longest, first, axis),
+// and a grid of k x k/2 squares on z = 0.5 over x in [0.5, 1] only, whose
+// left edges lie in that plane; returns k.
+int split_plane_grid(Mesh& m) {
+  m.add_triangle(m.add_vertex(0, 0, 0), m.add_vertex(0.01, 0, 0), m.add_vertex(0, 0.01, 0));
+  m.add_triangle(m.add_vertex(1, 1, 1), m.add_vertex(0.99, 1, 1), m.add_vertex(1, 0.99, 1));
+  int const k = 16;
+  for (int i = 0; i < k / 2; ++i)
+    for (int j = 0; j < k; ++j) {
+      double const x0 = 0.5 + double(i) / k, x1 = x0 + 1.0 / k, y0 = double(j) / k, y1 = y0 + 1.0 / k;
+      std::int32_t const a = m.add_vertex(x0, y0, 0.5), b = m.add_vertex(x1, y0, 0.5), c = m.add_vertex(x1, y1, 0.5),
+                         d = m.add_vertex(x0, y1, 0.5);
+      m.add_triangle(a, b, c);
+      m.add_triangle(a, c, d);
+    }
+  return k;
+}
+
 } // namespace
 
 TEST_CASE_TEMPLATE("SAH trees answer rays like brute force: triangle soups", Exec, KDFORGE_TEST_SPACES) {
@@ -655,17 +674,7 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
     // only, its left edges in that plane. Rays in the plane x = 0.5 meet
     // those edges: only the right child lists their triangles.
     Mesh m;
-    m.add_triangle(m.add_vertex(0, 0, 0), m.add_vertex(0.01, 0, 0), m.add_vertex(0, 0.01, 0));
-    m.add_triangle(m.add_vertex(1, 1, 1), m.add_vertex(0.99, 1, 1), m.add_vertex(1, 0.99, 1));
-    int const k = 16;
-    for (int i = 0; i < k / 2; ++i)
-      for (int j = 0; j < k; ++j) {
-        double const x0 = 0.5 + double(i) / k, x1 = x0 + 1.0 / k, y0 = double(j) / k, y1 = y0 + 1.0 / k;
-        std::int32_t const a = m.add_vertex(x0, y0, 0.5), b = m.add_vertex(x1, y0, 0.5), c = m.add_vertex(x1, y1, 0.5),
-                           d = m.add_vertex(x0, y1, 0.5);
-        m.add_triangle(a, b, c);
-        m.add_triangle(a, c, d);
-      }
+    int const k = split_plane_grid(m);
     std::vector<Ray<float>> rays;
     for (int j = 0; j <= 4 * k; ++j) {
       double const y = 0.01 + 0.98 * double(j) / (4 * k);
@@ -693,17 +702,7 @@ TEST_CASE_TEMPLATE("SAH trees on degenerate input", Exec, KDFORGE_TEST_SPACES) {
     // ties at equal t with a crossing one of larger index.
     Mesh m;
     m.add_triangle(m.add_vertex(0.5, 0.0, 0.25), m.add_vertex(0.9, 0.0, 0.25), m.add_vertex(0.5, 0.2, 0.25));
-    m.add_triangle(m.add_vertex(0, 0, 0), m.add_vertex(0.01, 0, 0), m.add_vertex(0, 0.01, 0));
-    m.add_triangle(m.add_vertex(1, 1, 1), m.add_vertex(0.99, 1, 1), m.add_vertex(1, 0.99, 1));
-    int const k = 16;
-    for (int i = 0; i < k / 2; ++i)
-      for (int j = 0; j < k; ++j) {
-        double const x0 = 0.5 + double(i) / k, x1 = x0 + 1.0 / k, y0 = double(j) / k, y1 = y0 + 1.0 / k;
-        std::int32_t const a = m.add_vertex(x0, y0, 0.5), b = m.add_vertex(x1, y0, 0.5), c = m.add_vertex(x1, y1, 0.5),
-                           d = m.add_vertex(x0, y1, 0.5);
-        m.add_triangle(a, b, c);
-        m.add_triangle(a, c, d);
-      }
+    int const k = split_plane_grid(m);
     std::int32_t const p0 = m.add_vertex(0.3, 0.0, 0.9), p1 = m.add_vertex(0.7, 0.0, 0.9),
                        p2 = m.add_vertex(0.7, 1.0, 0.9), p3 = m.add_vertex(0.3, 1.0, 0.9);
     m.add_triangle(p0, p1, p2);
