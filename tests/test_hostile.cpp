@@ -642,7 +642,8 @@ TEST_CASE_TEMPLATE("hostile triangles: copies, huge and subnormal meshes answer 
     CHECK(hits[0].triangle == 0);
   }
   SUBCASE("scaled by 1e18 and by 1e-40 (subnormal), and offset by 1e9") {
-    for (auto [s, o] : {std::pair<float, float>{1e18f, 0.f}, {1e-40f, 0.f}, {1024.f, 1e9f}}) {
+    for (auto const& so : {std::pair<float, float>{1e18f, 0.f}, {1e-40f, 0.f}, {1024.f, 1e9f}}) {
+      float const s = so.first, o = so.second; // not a structured binding: CAPTURE's lambda may not capture one before C++20
       CAPTURE(s);
       std::vector<float> verts{o, o, o, o + s, o, o, o, o + s, o, o + s, o + s, o + s};
       std::vector<std::int32_t> tris{0, 1, 2, 1, 3, 2, 0, 3, 1};

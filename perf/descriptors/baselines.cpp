@@ -14,7 +14,8 @@
 namespace descriptors {
 
 namespace {
-double ms_since(std::chrono::steady_clock::time_point t0) {
+// Unused when neither FLANN nor faiss is found.
+[[maybe_unused]] double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 } // namespace
