@@ -21,6 +21,7 @@
 // retried before it fails, so the free memory is exact when it is reported.
 #include <kdforge/backends/host/memory.hpp>
 #include <kdforge/base/memory.hpp>
+#include <kdforge/base/types.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -102,6 +103,45 @@ void admit(std::size_t bytes, std::string const& label) {
     kdforge::detail::throw_out_of_memory(nullptr, label, MemorySpace::name(), bytes, available_bytes_in<MemorySpace>());
 }
 
+/// Whether a View of T may hold bytes that no store writes: a struct's
+/// padding. Points are arrays of one type, so they have none.
+template <class T>
+struct may_hold_padding : std::is_class<T> {};
+template <class T, int D>
+struct may_hold_padding<Point<T, D>> : std::false_type {};
+
+/// Whether allocating with `Prop` leaves the View uninitialised (only
+/// view_alloc(..., WithoutInitializing) does; a label alone initialises).
+template <class Prop>
+struct leaves_uninitialised : std::false_type {};
+template <class... P>
+struct leaves_uninitialised<Kokkos::Impl::ViewCtorProp<P...>>
+    : std::bool_constant<!Kokkos::Impl::ViewCtorProp<P...>::initialize> {};
+
+/// Zeroes the bytes of a View of structs in GPU memory that Kokkos left
+/// uninitialised. A kernel that stores a struct writes its members, never
+/// its padding; copying or loading the struct later (a resize, a deep_copy
+/// to the host, a vector load of its last members) then reads bytes never
+/// written, which compute-sanitizer's initcheck reports. Zeroed once here,
+/// the padding stays defined whatever the kernels store. The wait after the
+/// memset orders it before any kernel on any stream, blocking or not (a
+/// memset at 3 TB/s takes a microsecond per 3 MB; the wait, a few more).
+template <class V, class Prop>
+void define_padding(V const& v) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  using T = typename V::non_const_value_type;
+  using MS = typename V::memory_space;
+  constexpr bool device_only = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible;
+  if constexpr (device_only && may_hold_padding<T>::value && leaves_uninitialised<Prop>::value) {
+    if (v.span() == 0) return;
+    if (cudaMemsetAsync(v.data(), 0, v.span() * sizeof(T), 0) != cudaSuccess || cudaStreamSynchronize(0) != cudaSuccess)
+      cudaGetLastError(); // the padding stays undefined, as it was: nothing reads it for a value
+  }
+#else
+  (void)v;
+#endif
+}
+
 } // namespace detail
 
 /// Constructs a View of type V as `V(prop, extents...)` would (`prop`: a
@@ -116,7 +156,9 @@ V allocate(Prop const& prop, Extents... extents) {
   std::string const label = detail::label_of(prop);
   detail::admit<MS>(bytes, label);
   try {
-    return V(prop, extents...);
+    V v(prop, extents...);
+    detail::define_padding<V, Prop>(v);
+    return v;
   } catch (Error const&) {
     throw;
   } catch (std::bad_alloc const& e) {
