@@ -19,6 +19,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
@@ -58,6 +59,66 @@ std::vector<char> read_file(std::string const& path) {
 void write_file(std::string const& path, std::vector<char> const& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+/// A grid of g x g squares over [0, 1]^2, two triangles each, its corners
+/// bumped up to z = 0.08: vertices and triangles.
+template <class MS>
+std::pair<Kokkos::View<float* [3], MS>, Kokkos::View<std::int32_t* [3], MS>> bumped_grid(int g) {
+  int const nv = (g + 1) * (g + 1), nf = 2 * g * g;
+  Kokkos::View<float* [3], MS> v("v", nv);
+  Kokkos::View<std::int32_t* [3], MS> f("f", nf);
+  auto hv = Kokkos::create_mirror_view(v);
+  auto hf = Kokkos::create_mirror_view(f);
+  for (int i = 0; i <= g; ++i)
+    for (int j = 0; j <= g; ++j) {
+      int const k = i * (g + 1) + j;
+      hv(k, 0) = float(i) / float(g);
+      hv(k, 1) = float(j) / float(g);
+      hv(k, 2) = 0.1f * float((i * 7 + j * 3) % 5) / 5.f;
+    }
+  for (int i = 0, t = 0; i < g; ++i)
+    for (int j = 0; j < g; ++j, t += 2) {
+      int const a = i * (g + 1) + j, b = a + 1, c = a + g + 1, d = c + 1;
+      hf(t, 0) = a, hf(t, 1) = b, hf(t, 2) = d;
+      hf(t + 1, 0) = a, hf(t + 1, 1) = d, hf(t + 1, 2) = c;
+    }
+  Kokkos::deep_copy(v, hv);
+  Kokkos::deep_copy(f, hf);
+  return {v, f};
+}
+
+/// Where the elements of section `t` of a tree file start.
+std::size_t section_at(std::vector<char> const& b, std::uint32_t t) {
+  std::size_t at = sizeof(detail::TreeFileHeader);
+  while (at + sizeof(detail::SectionHeader) <= b.size()) {
+    detail::SectionHeader s;
+    std::memcpy(&s, b.data() + at, sizeof s);
+    at += sizeof s;
+    if (s.tag == t) return at;
+    at += std::size_t(s.count) * s.element_bytes;
+  }
+  FAIL("no section " << detail::tag_name(t));
+  return 0;
+}
+
+/// Element i of section `t` changed by `change`, then both checksums made
+/// right again: a file that passes them, as a file written to do so would.
+template <class E, class F>
+std::vector<char> resealed(std::vector<char> b, std::uint32_t t, std::size_t i, F change) {
+  std::size_t const at = section_at(b, t) + i * sizeof(E);
+  E e;
+  std::memcpy(&e, b.data() + at, sizeof e);
+  change(e);
+  std::memcpy(b.data() + at, &e, sizeof e);
+  detail::TreeFileHeader h;
+  std::memcpy(&h, b.data(), sizeof h);
+  detail::Checksum c;
+  c.add(b.data() + sizeof h, b.size() - sizeof h);
+  h.payload_checksum = c.value();
+  h.header_checksum = detail::header_checksum(h);
+  std::memcpy(b.data(), &h, sizeof h);
+  return b;
 }
 
 /// The answers of a point tree (level-order or bucket) to kNN, closest
@@ -197,26 +258,7 @@ TEST_CASE_TEMPLATE("bucket, VVH and triangle trees saved and loaded answer as be
   }, "vvh");
 
   // triangles: a grid of 40 x 40 squares, two triangles each, bumped
-  int const g = 40, nv = (g + 1) * (g + 1), nf = 2 * g * g;
-  Kokkos::View<float* [3], MS> v("v", nv);
-  Kokkos::View<std::int32_t* [3], MS> f("f", nf);
-  auto hv = Kokkos::create_mirror_view(v);
-  auto hf = Kokkos::create_mirror_view(f);
-  for (int i = 0; i <= g; ++i)
-    for (int j = 0; j <= g; ++j) {
-      int const k = i * (g + 1) + j;
-      hv(k, 0) = float(i) / g;
-      hv(k, 1) = float(j) / g;
-      hv(k, 2) = 0.1f * float((i * 7 + j * 3) % 5) / 5.f;
-    }
-  for (int i = 0, t = 0; i < g; ++i)
-    for (int j = 0; j < g; ++j, t += 2) {
-      int const a = i * (g + 1) + j, b = a + 1, c = a + g + 1, d = c + 1;
-      hf(t, 0) = a, hf(t, 1) = b, hf(t, 2) = d;
-      hf(t + 1, 0) = a, hf(t + 1, 1) = d, hf(t + 1, 2) = c;
-    }
-  Kokkos::deep_copy(v, hv);
-  Kokkos::deep_copy(f, hf);
+  auto const [v, f] = bumped_grid<MS>(40);
   auto const scene = build_sah_tree(exec, v, f);
   Kokkos::View<Ray<float>*, MS> rays("rays", 500);
   auto hr = Kokkos::create_mirror_view(rays);
@@ -235,6 +277,92 @@ TEST_CASE_TEMPLATE("bucket, VVH and triangle trees saved and loaded answer as be
   CHECK(sah_cost(loaded) == sah_cost(scene));
   CHECK(bytes_of(intersect_closest(exec, loaded, rays)) == bytes_of(intersect_closest(exec, scene, rays)));
   CHECK(bytes_of(intersect_any(exec, loaded, rays)) == bytes_of(intersect_any(exec, scene, rays)));
+}
+
+// The checksums catch damage, not a file made to pass them: the node links
+// of bucket and triangle trees are checked as they load, so a link out of
+// range, a node with two parents, a cycle, a tree deeper than the walks'
+// stacks or an out-of-range point, leaf or triangle is refused before a
+// walk could follow it.
+TEST_CASE("tree files whose checksums match but whose node links are wrong are refused") {
+  using Exec = Kokkos::DefaultHostExecutionSpace;
+  using MS = Exec::memory_space;
+  Exec exec;
+  TempFile file("links.kdtree"), bad("links_bad.kdtree");
+
+  SUBCASE("bucket trees") {
+    using Tree = BucketTree<MS, float>;
+    using Node = Tree::node_type;
+    auto const pts = test::make_points<float, 3>(2000, Distribution::uniform, 21);
+    std::vector<std::vector<float>> p;
+    for (auto const& x : pts) p.push_back({x[0], x[1], x[2]});
+    BucketOptions bo;
+    bo.bucket_size = 8;
+    auto const tree = build_bucket_tree(exec, rows_of<Exec, float>(p, 3), bo);
+    save(tree, file.path);
+    auto const bytes = read_file(file.path);
+    auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+    REQUIRE(nodes.extent(0) > 7);
+    REQUIRE(!nodes(0).is_leaf());
+    std::size_t leaf = 0;
+    while (!nodes(leaf).is_leaf()) ++leaf;
+    CHECK(load<Tree>(exec, file.path).node_count() == tree.node_count());
+    auto const node = std::uint32_t(detail::tag("NODE"));
+    CHECK(resealed<Node>(bytes, node, 0, [](Node&) {}) == bytes); // the helper reseals as save does
+    auto const refused = [&](std::vector<char> const& b, std::string const& why) {
+      CAPTURE(why);
+      write_file(bad.path, b);
+      CHECK_THROWS_WITH_AS(load<Tree>(exec, bad.path), doctest::Contains(why.c_str()), Error);
+    };
+    refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.left = 0; }), "has child 0"); // a cycle
+    refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.right = n.left; }), "the child of two nodes");
+    refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.left = 1 << 30; }), "has child 1073741824");
+    refused(resealed<Node>(bytes, node, leaf, [](Node& n) { n.end = 2001; }), "holds points");
+    refused(resealed<Node>(bytes, node, leaf, [](Node& n) { n.left = -7; }), "has child -7");
+    refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.split_dim = 3; }), "splits dimension 3 of 3");
+    // a spine of 66 levels, a leaf beside each step: deeper than the walk's stack
+    REQUIRE(nodes.extent(0) > 2 * 66 + 1);
+    std::vector<char> spine = bytes;
+    for (std::int32_t k = 0; k <= 66; ++k) {
+      spine = resealed<Node>(spine, node, std::size_t(2 * k), [&](Node& n) {
+        n.left = 2 * k + 1, n.right = 2 * k + 2, n.begin = 0, n.end = 2000, n.split_dim = 0;
+      });
+      spine = resealed<Node>(spine, node, std::size_t(2 * k + 1), [](Node& n) { n.left = n.right = -1, n.begin = 0, n.end = 2000; });
+    }
+    refused(spine, "levels deep; the walks hold");
+  }
+
+  SUBCASE("triangle trees") {
+    using Tree = TriangleTree<MS, float>;
+    using Node = Tree::node_type;
+    auto const [v, f] = bumped_grid<MS>(20);
+    auto const tree = build_sah_tree(exec, v, f);
+    save(tree, file.path);
+    auto const bytes = read_file(file.path);
+    auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+    REQUIRE(nodes.extent(0) > 7);
+    REQUIRE(!nodes(0).is_leaf());
+    std::size_t leaf = 0;
+    while (!nodes(leaf).is_leaf()) ++leaf;
+    CHECK(load<Tree>(exec, file.path).nodes().extent(0) == nodes.extent(0));
+    auto const node = std::uint32_t(detail::tag("NODE"));
+    auto const refused = [&](std::vector<char> const& b, std::string const& why) {
+      CAPTURE(why);
+      write_file(bad.path, b);
+      CHECK_THROWS_WITH_AS(load<Tree>(exec, bad.path), doctest::Contains(why.c_str()), Error);
+    };
+    refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.a = 0; }), "has right child 0"); // a cycle
+    refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.a = 1; }), "has right child 1"); // shared with the left
+    refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.a = 1 << 30; }), "has right child");
+    refused(resealed<Node>(bytes, node, 0, [&](Node& n) { n.a = std::int32_t(nodes.extent(0)) - 1; }), "is due");
+    refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.kind = 5; }), "is of kind 5");
+    refused(resealed<Node>(bytes, node, leaf, [](Node& n) { n.b = 1 << 30; }), "lists leaf entries");
+    refused(resealed<Node>(bytes, node, leaf, [](Node& n) { n.a = -1; }), "lists leaf entries");
+    refused(resealed<std::int32_t>(bytes, std::uint32_t(detail::tag("LEAF")), 3, [](std::int32_t& t) { t = 800; }),
+            "names triangle 800 of 800");
+    refused(resealed<std::int32_t>(bytes, std::uint32_t(detail::tag("LEAF")), 0, [](std::int32_t& t) { t = -1; }),
+            "names triangle -1");
+  }
 }
 
 TEST_CASE("a tree saved from one backend's memory loads into another's") {

@@ -16,6 +16,8 @@
 #include <kdforge/base/options.hpp>
 #include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/tree_file.hpp>
+#include <kdforge/kernels/query/walks/box_stack.hpp>
+#include <kdforge/kernels/query/walks/ray_stack.hpp>
 #include <kdforge/kernels/trees/bucket_tree.hpp>
 #include <kdforge/kernels/trees/left_balanced_tree.hpp>
 #include <kdforge/kernels/trees/median_tree.hpp>
@@ -251,6 +253,93 @@ void save_tree(TreeWriter& w, VvhTree<MS, T, Index> const& tree) {
   w.finish(header_of(tree, 3));
 }
 
+// The links of trees with linked nodes are checked on the host before any
+// walk follows them: the checksums catch damage, not a file written to
+// pass them, and a link out of range, a cycle or a tree deeper than the
+// walks' fixed stacks would make a query read or write out of bounds or
+// never end.
+
+/// A bucket tree's nodes (breadth first, as the builder writes them):
+/// every child after its parent and inside the node list, every node but
+/// the root the child of exactly one, point ranges within the points,
+/// split dimensions within the dimension, and no deeper than the walk's
+/// stack (kernels::box_stack_capacity).
+template <class Nodes>
+void check_bucket_links(TreeReader const& r, Nodes const& device_nodes, std::uint64_t n, std::uint64_t dim) {
+  auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, device_nodes);
+  std::int64_t const count = std::int64_t(nodes.extent(0));
+  std::vector<int> depth(std::size_t(count), -1);
+  if (count > 0) depth[0] = 0;
+  auto const bad = [&](std::int64_t i, std::string const& what) {
+    r.fail("corrupt: node " + std::to_string(i) + " of " + std::to_string(count) + " " + what);
+  };
+  for (std::int64_t i = 0; i < count; ++i) {
+    auto const nd = nodes(i);
+    if (depth[std::size_t(i)] < 0) bad(i, "is no node's child");
+    if (nd.begin < 0 || nd.begin > nd.end || std::uint64_t(nd.end) > n)
+      bad(i, "holds points [" + std::to_string(nd.begin) + ", " + std::to_string(nd.end) + ") of " + std::to_string(n));
+    if (nd.left < 0) {
+      if (nd.left != -1) bad(i, "has child " + std::to_string(nd.left));
+      continue;
+    }
+    if (nd.split_dim < 0 || std::uint64_t(nd.split_dim) >= dim)
+      bad(i, "splits dimension " + std::to_string(nd.split_dim) + " of " + std::to_string(dim));
+    for (auto const c : {nd.left, nd.right}) {
+      if (c <= i || c >= count) bad(i, "has child " + std::to_string(c));
+      if (depth[std::size_t(c)] >= 0) bad(std::int64_t(c), "is the child of two nodes");
+      depth[std::size_t(c)] = depth[std::size_t(i)] + 1;
+      if (depth[std::size_t(c)] >= kernels::box_stack_capacity - 1)
+        bad(std::int64_t(c), "lies " + std::to_string(depth[std::size_t(c)]) + " levels deep; the walks hold " +
+                                 std::to_string(kernels::box_stack_capacity - 2));
+    }
+  }
+}
+
+/// A triangle tree's nodes (depth first, as the builder writes them): each
+/// inner node's left child the next node and its right child the node after
+/// the left sub-tree, so that a walk from the root meets every node once and
+/// in order; leaf lists within the leaf entries, leaf entries within the
+/// triangles, and no deeper than kernels::triangle_tree_max_height.
+template <class Nodes, class Leaves>
+void check_triangle_links(TreeReader const& r, Nodes const& device_nodes, Leaves const& device_leaves,
+                          std::uint64_t triangles) {
+  auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, device_nodes);
+  auto const leaves = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, device_leaves);
+  std::int64_t const count = std::int64_t(nodes.extent(0)), entries = std::int64_t(leaves.extent(0));
+  auto const bad = [&](std::int64_t i, std::string const& what) {
+    r.fail("corrupt: node " + std::to_string(i) + " of " + std::to_string(count) + " " + what);
+  };
+  for (std::int64_t k = 0; k < entries; ++k)
+    if (leaves(k) < 0 || std::uint64_t(leaves(k)) >= triangles)
+      r.fail("corrupt: leaf entry " + std::to_string(k) + " names triangle " + std::to_string(leaves(k)) + " of " +
+             std::to_string(triangles));
+  if (count == 0) return;
+  std::vector<std::pair<std::int64_t, int>> stack{{0, 0}}; // node, depth
+  std::int64_t next = 0;                                    // the node a depth-first walk meets next
+  while (!stack.empty()) {
+    auto const [i, d] = stack.back();
+    stack.pop_back();
+    if (i != next)
+      r.fail("corrupt: node " + std::to_string(i) + " of " + std::to_string(count) + " is reached where node " +
+             std::to_string(next) + " is due (the links are not depth first)");
+    ++next;
+    if (d > kernels::triangle_tree_max_height)
+      bad(i, "lies " + std::to_string(d) + " levels deep; the walks hold " + std::to_string(kernels::triangle_tree_max_height));
+    auto const nd = nodes(i);
+    if (nd.is_leaf()) {
+      if (nd.a < 0 || nd.b < 0 || std::int64_t(nd.a) + nd.b > entries)
+        bad(i, "lists leaf entries [" + std::to_string(nd.a) + ", " + std::to_string(std::int64_t(nd.a) + nd.b) + ") of " +
+                   std::to_string(entries));
+      continue;
+    }
+    if (nd.kind < 0 || nd.kind > 2) bad(i, "is of kind " + std::to_string(nd.kind));
+    if (nd.a <= i + 1 || nd.a >= count || i + 1 >= count) bad(i, "has right child " + std::to_string(nd.a));
+    stack.push_back({std::int64_t(nd.a), d + 1});
+    stack.push_back({i + 1, d + 1});
+  }
+  if (next != count) bad(next, "is in no sub-tree of the root");
+}
+
 template <class Tree, class Exec>
 Tree load_tree(TreeReader& r, Exec const&, TreeFileHeader const& h, Tree*,
                std::enable_if_t<TreeTraits<Tree>::kind == TreeKind::bucket || TreeTraits<Tree>::kind == TreeKind::vvh,
@@ -274,6 +363,7 @@ Tree load_tree(TreeReader& r, Exec const&, TreeFileHeader const& h, Tree*,
       r.section<Kokkos::View<typename Base::node_type*, MS>>(tag("NODE"), "kdforge::bucket_tree::nodes", nodes);
   auto const boxes = r.section<Rows>(tag("BOXS"), "kdforge::bucket_tree::boxes", nodes, 2 * dim);
   if (meta(0) > 4096) r.fail("corrupt: height " + std::to_string(meta(0)));
+  check_bucket_links(r, node_view, n, dim);
   Base base(points, indices, node_view, boxes, int(meta(0)), std::int64_t(meta(1)), std::int64_t(meta(2)));
   if constexpr (vvh) return Tree(base, from_bits<double>(meta(3)));
   else return base;
@@ -310,6 +400,7 @@ Tree load_tree(TreeReader& r, Exec const&, TreeFileHeader const& h, Tree*,
       r.section<Kokkos::View<typename Tree::node_type*, MS>>(tag("NODE"), "kdforge::sah::nodes", nodes);
   auto const leaves = r.section<Kokkos::View<std::int32_t*, MS>>(tag("LEAF"), "kdforge::sah::leaf_triangles", meta(3));
   auto const corners = r.section<Kokkos::View<T* [3][3], MS>>(tag("CRNS"), "kdforge::sah::corners", f);
+  check_triangle_links(r, node_view, leaves, f);
   SahCosts costs;
   costs.traversal = from_bits<double>(meta(1));
   costs.intersection = from_bits<double>(meta(2));
