@@ -284,7 +284,8 @@ void check_bucket_links(TreeReader const& r, Nodes const& device_nodes, std::uin
     }
     if (nd.split_dim < 0 || std::uint64_t(nd.split_dim) >= dim)
       bad(i, "splits dimension " + std::to_string(nd.split_dim) + " of " + std::to_string(dim));
-    for (auto const c : {nd.left, nd.right}) {
+    decltype(nd.left) const children[2] = {nd.left, nd.right};
+    for (auto const c : children) {
       if (c <= i || c >= count) bad(i, "has child " + std::to_string(c));
       if (depth[std::size_t(c)] >= 0) bad(std::int64_t(c), "is the child of two nodes");
       depth[std::size_t(c)] = depth[std::size_t(i)] + 1;
