@@ -543,6 +543,7 @@ TEST_CASE("on the GPU, the padding of a struct View allocated uninitialised is z
         v(i).tag = std::int32_t(i);
         v(i).value = double(i);
       });
+  Kokkos::fence();
   std::vector<unsigned char> bytes(std::size_t(n) * sizeof(Padded));
   REQUIRE(cudaMemcpy(bytes.data(), v.data(), bytes.size(), cudaMemcpyDeviceToHost) == cudaSuccess);
   std::int64_t nonzero = 0;
