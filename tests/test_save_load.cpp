@@ -61,6 +61,15 @@ void write_file(std::string const& path, std::vector<char> const& bytes) {
   out.write(bytes.data(), std::streamsize(bytes.size()));
 }
 
+/// `bytes`, written to `path`, must be refused as a Tree with an error
+/// whose message contains `why`.
+template <class Tree, class Exec>
+void refused_as(Exec const& exec, std::string const& path, std::vector<char> const& bytes, std::string const& why) {
+  CAPTURE(why);
+  write_file(path, bytes);
+  CHECK_THROWS_WITH_AS(load<Tree>(exec, path), doctest::Contains(why.c_str()), Error);
+}
+
 /// A grid of g x g squares over [0, 1]^2, two triangles each, its corners
 /// bumped up to z = 0.08: vertices and triangles.
 template <class MS>
@@ -309,11 +318,7 @@ TEST_CASE("tree files whose checksums match but whose node links are wrong are r
     CHECK(load<Tree>(exec, file.path).node_count() == tree.node_count());
     auto const node = std::uint32_t(detail::tag("NODE"));
     CHECK(resealed<Node>(bytes, node, 0, [](Node&) {}) == bytes); // the helper reseals as save does
-    auto const refused = [&](std::vector<char> const& b, std::string const& why) {
-      CAPTURE(why);
-      write_file(bad.path, b);
-      CHECK_THROWS_WITH_AS(load<Tree>(exec, bad.path), doctest::Contains(why.c_str()), Error);
-    };
+    auto const refused = [&](std::vector<char> const& b, std::string const& why) { refused_as<Tree>(exec, bad.path, b, why); };
     refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.left = 0; }), "has child 0"); // a cycle
     refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.right = n.left; }), "the child of two nodes");
     refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.left = 1 << 30; }), "has child 1073741824");
@@ -346,11 +351,7 @@ TEST_CASE("tree files whose checksums match but whose node links are wrong are r
     while (!nodes(leaf).is_leaf()) ++leaf;
     CHECK(load<Tree>(exec, file.path).nodes().extent(0) == nodes.extent(0));
     auto const node = std::uint32_t(detail::tag("NODE"));
-    auto const refused = [&](std::vector<char> const& b, std::string const& why) {
-      CAPTURE(why);
-      write_file(bad.path, b);
-      CHECK_THROWS_WITH_AS(load<Tree>(exec, bad.path), doctest::Contains(why.c_str()), Error);
-    };
+    auto const refused = [&](std::vector<char> const& b, std::string const& why) { refused_as<Tree>(exec, bad.path, b, why); };
     refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.a = 0; }), "has right child 0"); // a cycle
     refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.a = 1; }), "has right child 1"); // shared with the left
     refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.a = 1 << 30; }), "has right child");
@@ -400,11 +401,7 @@ TEST_CASE("damaged, truncated and mismatched tree files are refused with the rea
   save(tree, good.path);
   auto const bytes = read_file(good.path);
   REQUIRE(bytes.size() > 96 + 1000);
-  auto const refused = [&](std::vector<char> const& b, std::string const& why) {
-    CAPTURE(why);
-    write_file(bad.path, b);
-    CHECK_THROWS_WITH_AS(load<Tree>(exec, bad.path), doctest::Contains(why.c_str()), Error);
-  };
+  auto const refused = [&](std::vector<char> const& b, std::string const& why) { refused_as<Tree>(exec, bad.path, b, why); };
   auto with_header = [&](auto change) { // a header field changed, its checksum made right again
     auto b = bytes;
     detail::TreeFileHeader h;
