@@ -134,6 +134,64 @@ TEST_CASE_TEMPLATE("an allocation above the memory limit fails as if the memory 
   CHECK(bytes_of(again.indices) == earlier_indices);
 }
 
+TEST_CASE_TEMPLATE("resize keeps the rows both extents share, resize_keeping only the rows in use", Exec,
+                   KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  using MS = typename Exec::memory_space;
+  using Rows = Kokkos::View<float**, Kokkos::LayoutRight, MS>;
+  auto filled = [](std::size_t n, std::size_t m) {
+    Rows v("rows", n, m);
+    auto h = Kokkos::create_mirror_view(v);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < m; ++j) h(i, j) = float(100 * i + j);
+    Kokkos::deep_copy(v, h);
+    return v;
+  };
+  auto rows_equal = [](Rows const& v, std::size_t rows, std::size_t cols) {
+    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j)
+        if (h(i, j) != float(100 * i + j)) return false;
+    return true;
+  };
+  SUBCASE("resize: grown and narrowed, then shrunk") {
+    auto v = filled(5, 4);
+    backend::resize(v, 9, 3);
+    REQUIRE(v.extent(0) == 9);
+    REQUIRE(v.extent(1) == 3);
+    CHECK(rows_equal(v, 5, 3));
+    backend::resize(v, 2, 3);
+    REQUIRE(v.extent(0) == 2);
+    CHECK(rows_equal(v, 2, 3));
+  }
+  SUBCASE("resize_keeping copies the first rows only, and never more than both extents hold") {
+    auto v = filled(6, 2);
+    auto const old = v;
+    backend::resize_keeping(v, 3, 12, 2);
+    REQUIRE(v.extent(0) == 12);
+    CHECK(v.data() != old.data());
+    CHECK(rows_equal(v, 3, 2));
+    auto w = filled(4, 2);
+    backend::resize_keeping(w, 10, 3, 2); // more rows in use than the new extent: clamped
+    REQUIRE(w.extent(0) == 3);
+    CHECK(rows_equal(w, 3, 2));
+    Kokkos::View<int*, MS> one("one", 4);
+    Kokkos::deep_copy(one, 7);
+    backend::resize_keeping(one, 0, 8); // nothing in use: nothing copied
+    CHECK(one.extent(0) == 8);
+  }
+  SUBCASE("a failed allocation leaves the View as it was") {
+    auto v = filled(5, 4);
+    auto const old = v;
+    detail::fail_allocation_after(0);
+    CHECK_THROWS_AS(backend::resize_keeping(v, 5, 50, 4), OutOfMemoryError);
+    detail::fail_allocation_after(-1);
+    CHECK(v.data() == old.data());
+    CHECK(v.extent(0) == 5);
+    CHECK(rows_equal(v, 5, 4));
+  }
+}
+
 TEST_CASE_TEMPLATE("every allocation of every builder may fail, and the caller's trees stay usable", Exec,
                    KDFORGE_TEST_SPACES) {
   MemoryGuard guard;

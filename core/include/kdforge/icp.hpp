@@ -301,10 +301,14 @@ Kokkos::View<V*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> carve(Kokkos::View
                                                                        count);
 }
 
-/// bytes holds at least n bytes afterwards (contents undefined when grown).
+/// bytes holds at least n bytes afterwards (contents undefined when grown,
+/// or zero with `zeroed`: a buffer read back whole whose kernels leave gaps).
 template <class MS>
-void grow(Kokkos::View<char*, MS>& bytes, std::size_t n, char const* label) {
-  if (bytes.extent(0) < n)
+void grow(Kokkos::View<char*, MS>& bytes, std::size_t n, char const* label, bool zeroed = false) {
+  if (bytes.extent(0) >= n) return;
+  if (zeroed)
+    bytes = Kokkos::View<char*, MS>(std::string(label), n);
+  else
     bytes = Kokkos::View<char*, MS>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
 }
 
@@ -335,7 +339,9 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
                                         : sizeof(reg::SetupSums);
   constexpr std::size_t sums_bytes = (sums_size + align - 1) / align * align;
   std::size_t const total = state_bytes + sums_bytes + sizeof(double) * std::size_t(iterations);
-  grow(ws.state, total, "kdforge::icp::state");
+  // zeroed: the alignment gaps, the smaller of the two sums and the history
+  // past the last iteration are never written, and the buffer is read whole
+  grow(ws.state, total, "kdforge::icp::state", true);
   if (ws.host_state.extent(0) != ws.state.extent(0) || !ws.host_state.data())
     ws.host_state = Kokkos::create_mirror_view(ws.state);
   using State = Kokkos::View<reg::LoopState, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;

@@ -169,26 +169,36 @@ V allocate(Prop const& prop, Extents... extents) {
   }
 }
 
-/// Like Kokkos::resize(v, extents...) (contents kept where the extents
-/// overlap, the rest uninitialised; rank 1 and 2), allocating through
-/// allocate(): `v` is left as it was when the allocation fails.
+/// Like Kokkos::resize(v, extents...) (rank 1 and 2), allocating through
+/// allocate(), but keeping only the first `rows` rows (at most the rows both
+/// extents share); the rest is uninitialised. A list grown before it is full
+/// copies only the rows its kernels wrote, so no copy reads bytes never
+/// written. `v` is left as it was when the allocation fails.
 template <class V, class... Extents>
-void resize(V& v, Extents... extents) {
+void resize_keeping(V& v, std::size_t rows, Extents... extents) {
   static_assert(V::rank == sizeof...(Extents) && (V::rank == 1 || V::rank == 2),
-                "kdforge::backend::resize: rank-1 and rank-2 Views, one extent per rank");
+                "kdforge::backend::resize_keeping: rank-1 and rank-2 Views, one extent per rank");
   V w = allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), extents...);
   std::size_t const e[] = {std::size_t(extents)...};
+  std::size_t n0 = e[0] < v.extent(0) ? e[0] : v.extent(0);
+  n0 = rows < n0 ? rows : n0;
   if constexpr (V::rank == 1) {
-    std::size_t const n0 = e[0] < v.extent(0) ? e[0] : v.extent(0);
     Kokkos::deep_copy(Kokkos::subview(w, Kokkos::make_pair(std::size_t(0), n0)),
                       Kokkos::subview(v, Kokkos::make_pair(std::size_t(0), n0)));
   } else {
-    std::size_t const n0 = e[0] < v.extent(0) ? e[0] : v.extent(0);
     std::size_t const n1 = e[1] < v.extent(1) ? e[1] : v.extent(1);
     Kokkos::deep_copy(Kokkos::subview(w, Kokkos::make_pair(std::size_t(0), n0), Kokkos::make_pair(std::size_t(0), n1)),
                       Kokkos::subview(v, Kokkos::make_pair(std::size_t(0), n0), Kokkos::make_pair(std::size_t(0), n1)));
   }
   v = w;
+}
+
+/// Like Kokkos::resize(v, extents...) (contents kept where the extents
+/// overlap, the rest uninitialised; rank 1 and 2), allocating through
+/// allocate(): `v` is left as it was when the allocation fails.
+template <class V, class... Extents>
+void resize(V& v, Extents... extents) {
+  resize_keeping(v, v.extent(0), extents...);
 }
 
 } // namespace kdforge::backend

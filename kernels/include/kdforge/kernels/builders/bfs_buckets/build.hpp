@@ -372,8 +372,8 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     if (first_child + 2 * splitting > capacity) {
       while (first_child + 2 * splitting > capacity) capacity *= 2;
       capacity = capacity < 2 * n - 1 ? capacity : 2 * n - 1;
-      backend::resize(nodes, capacity);
-      backend::resize(boxes, capacity, 2 * dim);
+      backend::resize_keeping(nodes, std::size_t(node_count), capacity);
+      backend::resize_keeping(boxes, std::size_t(node_count), capacity, 2 * dim);
     }
     Kokkos::parallel_for("kdforge::build_bucket_tree::split", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
                          ChooseSplit<decltype(pts), decltype(order), decltype(boxes), decltype(nodes), Split>{

@@ -978,11 +978,16 @@ struct SetRoot {
 
 namespace detail {
 // Grows v to hold `needed` entries (at least doubling), keeping its first
-// `valid` ones: the lists the stages append to.
+// `valid` ones: the lists the stages append to. `zeroed`: the new list starts
+// zeroed, for lists of fixed-size slots that their kernels fill only in
+// part (a small root's triangles), so that copying a slot whole never reads
+// bytes never written.
 template <class Exec, class View>
-void grow(Exec const& exec, View& v, std::size_t needed, std::size_t valid) {
+void grow(Exec const& exec, View& v, std::size_t needed, std::size_t valid, bool zeroed = false) {
   if (v.extent(0) >= needed) return;
-  auto w = backend::allocate<View>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(needed, 2 * v.extent(0)));
+  std::size_t const size = std::max(needed, 2 * v.extent(0));
+  auto w = zeroed ? backend::allocate<View>(v.label(), size)
+                  : backend::allocate<View>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), size);
   if (valid > 0)
     Kokkos::deep_copy(exec, Kokkos::subview(w, std::make_pair(std::size_t(0), valid)),
                       Kokkos::subview(v, std::make_pair(std::size_t(0), valid)));
@@ -1088,7 +1093,7 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   auto built = backend::allocate<BuiltView>(Kokkos::view_alloc(W, "kdforge::sah::built"), 64);
   auto pool_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::pool"), 64);
   auto roots = backend::allocate<RootView>(Kokkos::view_alloc(W, "kdforge::sah::roots"), 16);
-  auto small_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::small_tris"), 16 * small_capacity);
+  auto small_tris = backend::allocate<IntView>("kdforge::sah::small_tris", 16 * small_capacity); // slots: zeroed
   auto small_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::small_boxes"), 16 * small_capacity);
   std::int32_t built_count = 1, pool_count = 0, root_count = 0;
   // scan temporary storage, and the totals the host needs from each level
@@ -1200,7 +1205,7 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     detail::grow(exec, pool_tris, std::size_t(pool_count + added_pool), std::size_t(pool_count));
     detail::grow(exec, roots, std::size_t(root_count + added_small), std::size_t(root_count));
     detail::grow(exec, small_tris, std::size_t(root_count + added_small) * small_capacity,
-                 std::size_t(root_count) * small_capacity);
+                 std::size_t(root_count) * small_capacity, true);
     detail::grow(exec, small_boxes, std::size_t(root_count + added_small) * small_capacity,
                  std::size_t(root_count) * small_capacity);
     detail::reserve(next, std::size_t(added_large));

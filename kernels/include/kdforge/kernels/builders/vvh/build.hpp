@@ -470,9 +470,9 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     std::int64_t const children = 2 * splitting;
     if (first_child + children > capacity) {
       while (first_child + children > capacity) capacity *= 2;
-      backend::resize(nodes, capacity);
-      backend::resize(boxes, capacity, 2 * dim);
-      backend::resize(cells, capacity, 2 * dim);
+      backend::resize_keeping(nodes, std::size_t(node_count), capacity);
+      backend::resize_keeping(boxes, std::size_t(node_count), capacity, 2 * dim);
+      backend::resize_keeping(cells, std::size_t(node_count), capacity, 2 * dim);
     }
     Kokkos::parallel_for("kdforge::build_vvh_tree::commit", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
                          Commit<decltype(nodes), Boxes, Split>{nodes, cells, split, first_child});
