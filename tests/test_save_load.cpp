@@ -11,6 +11,7 @@
 
 #include <kdforge/kdforge.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -293,7 +294,7 @@ TEST_CASE_TEMPLATE("bucket, VVH and triangle trees saved and loaded answer as be
 // range, a node with two parents, a cycle, a tree deeper than the walks'
 // stacks or an out-of-range point, leaf or triangle is refused before a
 // walk could follow it.
-TEST_CASE("tree files whose checksums match but whose node links are wrong are refused") {
+TEST_CASE("tree files whose checksums match but whose node links or point indices are wrong are refused") {
   using Exec = Kokkos::DefaultHostExecutionSpace;
   using MS = Exec::memory_space;
   Exec exec;
@@ -325,6 +326,9 @@ TEST_CASE("tree files whose checksums match but whose node links are wrong are r
     refused(resealed<Node>(bytes, node, leaf, [](Node& n) { n.end = 2001; }), "holds points");
     refused(resealed<Node>(bytes, node, leaf, [](Node& n) { n.left = -7; }), "has child -7");
     refused(resealed<Node>(bytes, node, 0, [](Node& n) { n.split_dim = 3; }), "splits dimension 3 of 3");
+    auto const indx = std::uint32_t(detail::tag("INDX"));
+    refused(resealed<std::int32_t>(bytes, indx, 17, [](std::int32_t& i) { i = 2000; }), "1 point indices outside [0, 2000)");
+    refused(resealed<std::int32_t>(bytes, indx, 0, [](std::int32_t& i) { i = -1; }), "1 point indices outside [0, 2000)");
     // a spine of 66 levels, a leaf beside each step: deeper than the walk's stack
     REQUIRE(nodes.extent(0) > 2 * 66 + 1);
     std::vector<char> spine = bytes;
@@ -335,6 +339,35 @@ TEST_CASE("tree files whose checksums match but whose node links are wrong are r
       spine = resealed<Node>(spine, node, std::size_t(2 * k + 1), [](Node& n) { n.left = n.right = -1, n.begin = 0, n.end = 2000; });
     }
     refused(spine, "levels deep; the walks hold");
+  }
+
+  SUBCASE("level-order trees: point indices") {
+    // 300 points and 3 NaN ones the build drops: indices name the 303 input rows
+    auto pts = test::make_points<float, 3>(300, Distribution::uniform, 23);
+    for (std::size_t at : {std::size_t(7), std::size_t(150), std::size_t(299)})
+      pts.insert(pts.begin() + std::ptrdiff_t(at), Point<float, 3>{{std::nanf(""), 0.5f, 0.5f}});
+    auto const dp = test::to_device<Exec>(pts, "p");
+    auto check = [&](auto const& tree) {
+      using Tree = std::decay_t<decltype(tree)>;
+      REQUIRE(tree.dropped_count() == 3);
+      save(tree, file.path);
+      auto const bytes = read_file(file.path);
+      CHECK(load<Tree>(exec, file.path).size() == 300);
+      auto const indx = std::uint32_t(detail::tag("INDX"));
+      auto const refused = [&](std::vector<char> const& b, std::string const& why) { refused_as<Tree>(exec, bad.path, b, why); };
+      refused(resealed<std::int32_t>(bytes, indx, 5, [](std::int32_t& i) { i = 303; }), "1 point indices outside [0, 303)");
+      refused(resealed<std::int32_t>(bytes, indx, 0, [](std::int32_t& i) { i = -5; }), "1 point indices outside [0, 303)");
+      // 302 names an input row, so the file loads: a repeated index answers
+      // wrongly, as any edited point would, but sends no caller out of its array
+      write_file(bad.path, resealed<std::int32_t>(bytes, indx, 5, [](std::int32_t& i) { i = 302; }));
+      CHECK(load<Tree>(exec, bad.path).size() == 300);
+    };
+    BuildOptions bo;
+    bo.non_finite = NonFinitePolicy::drop;
+    check(build_left_balanced(exec, dp, bo));
+    SplitSortOptions so;
+    so.non_finite = NonFinitePolicy::drop;
+    check(build_split_sort(exec, dp, so));
   }
 
   SUBCASE("triangle trees") {

@@ -91,6 +91,29 @@ struct MaxDim {
   KOKKOS_FUNCTION void operator()(std::int64_t s, int& m) const { m = int(dims(s)) > m ? int(dims(s)) : m; }
 };
 
+template <class IV>
+struct IndicesOutside {
+  IV indices;
+  std::int64_t bound;
+  KOKKOS_FUNCTION void operator()(std::int64_t s, std::int64_t& c) const {
+    c += std::int64_t(indices(s)) < 0 || std::int64_t(indices(s)) >= bound;
+  }
+};
+
+/// The indices a tree returns name the points of the array it was built
+/// from: each lies in [0, bound), bound being the points kept plus those
+/// the build dropped. Queries hand them to the caller unread, so a file
+/// that breaks this would make the caller index out of its own array.
+template <class Reader, class Exec, class IV>
+void check_indices(Reader const& r, Exec const& exec, IV const& indices, std::uint64_t bound) {
+  std::int64_t outside = 0;
+  Kokkos::parallel_reduce("kdforge::load::check_indices",
+                          Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, std::int64_t(indices.extent(0))),
+                          IndicesOutside<IV>{indices, std::int64_t(bound)}, outside);
+  if (outside > 0)
+    r.fail("corrupt: " + std::to_string(outside) + " point indices outside [0, " + std::to_string(bound) + ")");
+}
+
 using HostU64 = Kokkos::View<std::uint64_t*, Kokkos::HostSpace>;
 
 template <class Tree>
@@ -189,6 +212,9 @@ Tree load_tree(TreeReader& r, Exec const& exec, TreeFileHeader const& h, Tree*,
   auto const points = r.section<Kokkos::View<Point<T, D>*, MS>>(tag("PNTS"), "kdforge::tree::points", n);
   auto const indices = r.section<Kokkos::View<Index*, MS>>(tag("INDX"), "kdforge::tree::indices", n);
   std::int64_t const dropped = std::int64_t(meta(left_balanced ? 1 : 0));
+  if (meta(left_balanced ? 1 : 0) >= std::uint64_t(std::numeric_limits<Index>::max()) - n)
+    r.fail("corrupt: " + std::to_string(meta(left_balanced ? 1 : 0)) + " dropped points");
+  check_indices(r, exec, indices, n + std::uint64_t(dropped));
   double const fill = from_bits<double>(meta(left_balanced ? 2 : 1));
   std::uint64_t const box_count = meta(left_balanced ? 3 : 2);
   if (box_count != 0 && box_count != h.nodes / 2)
@@ -342,7 +368,7 @@ void check_triangle_links(TreeReader const& r, Nodes const& device_nodes, Leaves
 }
 
 template <class Tree, class Exec>
-Tree load_tree(TreeReader& r, Exec const&, TreeFileHeader const& h, Tree*,
+Tree load_tree(TreeReader& r, Exec const& exec, TreeFileHeader const& h, Tree*,
                std::enable_if_t<TreeTraits<Tree>::kind == TreeKind::bucket || TreeTraits<Tree>::kind == TreeKind::vvh,
                                 int> = 0) {
   using MS = typename Tree::memory_space;
@@ -365,6 +391,7 @@ Tree load_tree(TreeReader& r, Exec const&, TreeFileHeader const& h, Tree*,
   auto const boxes = r.section<Rows>(tag("BOXS"), "kdforge::bucket_tree::boxes", nodes, 2 * dim);
   if (meta(0) > 4096) r.fail("corrupt: height " + std::to_string(meta(0)));
   check_bucket_links(r, node_view, n, dim);
+  check_indices(r, exec, indices, n);
   Base base(points, indices, node_view, boxes, int(meta(0)), std::int64_t(meta(1)), std::int64_t(meta(2)));
   if constexpr (vvh) return Tree(base, from_bits<double>(meta(3)));
   else return base;
