@@ -44,11 +44,18 @@ int check_serial(kdforge_rays::Scene const& scene, int w, int h, int bounces, fl
   std::int64_t const pixels = std::int64_t(ref.size() / 3);
   std::printf("serial check: %lld of %lld pixels differ (largest difference %d/255), %lld by more than 2/255\n",
               (long long)differ, (long long)pixels, worst, (long long)off);
-  // CPU backends compute the same operations in the same order: identical;
-  // a GPU's math functions round differently in the last bits, so a few
-  // pixels on silhouettes may see another triangle
+  // CPU backends compute the same operations in the same order: identical.
+  // A GPU rounds differently in the last bits (fused multiply-adds, its math
+  // functions), so a few pixels on silhouettes may see another triangle: at
+  // most 1 in 1000 may differ by more than 2/255. Caustics amplify rounding:
+  // photons reflected off curved mirrors land elsewhere, and the photons a
+  // gather finds change. Fused multiply-adds alone, on the CPU, change 17 of
+  // 768 pixels of the ring scene at 32 x 24 (1 by more than 2/255, the most by
+  // 6/255) and 10 of 4800 by more than 2/255 at 80 x 60, so with caustics at
+  // most 1 in 100 may
   bool const same_host = std::is_same<Kokkos::DefaultExecutionSpace::memory_space, Kokkos::HostSpace>::value;
-  bool const ok = same_host ? differ == 0 : off * 1000 <= pixels;
+  std::int64_t const per = scene.caustic_photons > 0 ? 100 : 1000;
+  bool const ok = same_host ? differ == 0 : off * per <= pixels;
   if (!ok) std::printf("CHECK FAILED: the image differs from the Serial backend's\n");
   return ok ? 0 : 1;
 }
