@@ -2,10 +2,12 @@
 // points (gathered on every rank): kNN (k = 1, 8), closest point, radius
 // count and radius search, for decompositions random, slabs, all on one
 // rank, an empty rank, duplicates split across ranks, clusters far apart,
-// queries on one rank only, caller ids; and bad input (NaN on one rank:
-// every rank throws the same error, nobody hangs). Results must be
-// identical: global indices, ranks, local indices and squared distances,
-// ties included. Run with any number of ranks (ctest: 1 to 4).
+// queries on one rank only, caller ids; bad input (NaN on one rank: every
+// rank throws the same error, nobody hangs); each allocation of each
+// operation failing on one rank (every rank throws OutOfMemoryError).
+// Results must be identical: global indices, ranks, local indices and
+// squared distances, ties included. Run with any number of ranks (ctest: 1
+// to 4).
 #include <doctest/doctest.h>
 
 #include <kdforge/build_split_sort.hpp>
@@ -448,4 +450,71 @@ TEST_CASE("distributed tree: empty everywhere, one point, and the statistics") {
   CHECK(st.sent_pairs == 20); // each query to the one rank with a point, once
   CHECK(st.remote_pairs == (comm_rank() == comm_size() / 2 ? 0 : 20));
   if (comm_rank() != comm_size() / 2) CHECK(st.bytes_sent >= 20 * std::int64_t(sizeof(P3)));
+}
+
+/// What `f` threw on this rank: "oom: <message>", "error: <message>", or "".
+std::string outcome_of(std::function<void()> const& f) {
+  try {
+    f();
+  } catch (kdforge::OutOfMemoryError const& e) {
+    return std::string("oom: ") + e.what();
+  } catch (kdforge::Error const& e) {
+    return std::string("error: ") + e.what();
+  }
+  return "";
+}
+
+TEST_CASE("distributed tree: each allocation failing on one rank makes every rank throw OutOfMemoryError") {
+  // Every allocation kdforge makes on the failing rank during a call fails
+  // in turn (and every one after it). A rank that threw where the others
+  // went on to an exchange would leave them waiting: the test would hang.
+  int const P = comm_size(), me = comm_rank();
+  int const failing = P - 1;
+  Exec exec;
+  auto const points = my_points(Split::random, 800, 61);
+  auto const ref = reference(points);
+  auto const queries = my_queries(Split::random, 70, 63);
+  auto const q = device(queries, "queries");
+  auto const dp = device(points, "points");
+  auto tree = kdforge::build_distributed_tree(exec, MPI_COMM_WORLD, dp);
+
+  std::vector<std::pair<char const*, std::function<void()>>> const calls = {
+      {"build_distributed_tree", [&] { (void)kdforge::build_distributed_tree(exec, MPI_COMM_WORLD, dp); }},
+      {"knn", [&] { (void)kdforge::knn(exec, tree, q, 8); }},
+      {"closest_point", [&] { (void)kdforge::closest_point(exec, tree, q); }},
+      {"radius_count", [&] { (void)kdforge::radius_count(exec, tree, q, 0.1); }},
+      {"radius_search", [&] {
+         kdforge::RadiusOptions ro;
+         ro.sort = true;
+         (void)kdforge::radius_search(exec, tree, q, 0.1, ro);
+       }},
+  };
+  for (auto const& [where, call] : calls) {
+    std::string const op = where;
+    CAPTURE(op);
+    // the allocations the failing rank makes in one call (after a first one,
+    // which may grow kept buffers), known everywhere
+    call();
+    std::int64_t const before = kdforge::detail::allocations_made();
+    call();
+    std::int64_t made = kdforge::detail::allocations_made() - before;
+    MPI_Bcast(&made, 1, MPI_INT64_T, failing, MPI_COMM_WORLD);
+    CHECK(made >= 3);
+    int failures = 0;
+    for (std::int64_t j = 0; j < made; ++j) {
+      CAPTURE(j);
+      if (me == failing) kdforge::detail::fail_allocation_after(j);
+      std::string const outcome = outcome_of(call);
+      kdforge::detail::fail_allocation_after(-1);
+      bool const oom = outcome.rfind("oom: ", 0) == 0 && outcome.find("out of memory") != std::string::npos &&
+                       outcome.find("[rank " + std::to_string(failing) + " of ") != std::string::npos;
+      CAPTURE(outcome);
+      CHECK(all_ranks(oom));
+      CHECK(all_ranks(same_everywhere(outcome)));
+      failures += oom ? 1 : 0;
+    }
+    CHECK(failures == made);
+  }
+  // the tree answers as before
+  check_all(tree, ref, queries, "after failed allocations", 0.1f);
 }

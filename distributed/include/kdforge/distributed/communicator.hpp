@@ -7,12 +7,19 @@
 //
 // Every function here is collective: all ranks of the communicator call it
 // in the same order. A rank that fails locally (a NaN point, memory) must
-// not leave the others waiting in the next exchange, so local work runs
-// inside `collectively`, which reduces a failure flag before anything else
-// is exchanged and makes every rank throw the same kdforge::Error.
+// not leave the others waiting in the next exchange. So every exchange
+// starts with an agreement (one MPI_Allreduce of the lowest failing rank),
+// with nothing that can throw between it and the exchange; each public
+// operation runs inside `Communicator::call`, which ends with an agreement
+// too, and a rank that throws anywhere inside joins the others' next
+// agreement with its error. Every rank then throws the same error: the
+// lowest failing rank's message, with that rank named, as an
+// OutOfMemoryError where that rank ran out of memory, else as an Error.
 #include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
+#include <kdforge/base/memory.hpp>
 #include <kdforge/base/profiling.hpp>
+#include <kdforge/detail/boundary.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
@@ -85,34 +92,72 @@ inline void check_mpi(int rc, char const* what) {
   detail::fail("DistributedTree", what, " failed: ", text);
 }
 
-/// Runs `f` (local work: no MPI inside) on every rank; when it throws on
-/// any rank, every rank throws the same kdforge::Error: the message of the
-/// lowest failing rank, with that rank named. One MPI_Allreduce when all is
-/// well.
-template <class F>
-void collectively(MPI_Comm comm, F&& f) {
+/// What every rank throws once they agreed that one failed (the tag lets
+/// Communicator::call tell it from a local failure the others must learn).
+struct Agreed {};
+class AgreedError : public Error, public Agreed {
+public:
+  using Error::Error;
+};
+class AgreedOutOfMemoryError : public OutOfMemoryError, public Agreed {
+public:
+  using OutOfMemoryError::OutOfMemoryError;
+};
+
+/// The agreement: one MPI_Allreduce of the lowest rank whose `local` holds
+/// an exception; returns when none does, else every rank throws that rank's
+/// error (its message broadcast, with the rank named). Allocation failures
+/// that escape as std::bad_alloc or as Kokkos' runtime_error count as
+/// OutOfMemoryError, as at the API boundary of one tree.
+template <class MS>
+void agree(MPI_Comm comm, std::exception_ptr local) {
+  int kind = 0; // 1: Error, 2: OutOfMemoryError
   std::string message;
-  int failed = 0;
-  try {
-    f();
-  } catch (std::exception const& e) {
-    message = e.what();
-    failed = 1;
-  } catch (...) {
-    message = "kdforge::DistributedTree: an unknown exception";
-    failed = 1;
+  unsigned long long sizes[2] = {0, 0};
+  if (local) {
+    char const* where = kdforge::detail::current_entry_point();
+    try {
+      kdforge::detail::api_call<MS>(where ? where : "DistributedTree", [&] { std::rethrow_exception(local); });
+    } catch (OutOfMemoryError const& e) {
+      kind = 2;
+      message = e.what();
+      sizes[0] = e.requested_bytes();
+      sizes[1] = e.available_bytes();
+    } catch (std::exception const& e) {
+      kind = 1;
+      message = e.what();
+    } catch (...) {
+      kind = 1;
+      message = "kdforge::DistributedTree: an unknown exception";
+    }
   }
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  int first = failed ? rank : size;
+  int first = kind ? rank : size;
   check_mpi(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error flag)");
   if (first == size) return;
-  long long len = (long long)message.size();
-  check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, first, comm), "MPI_Bcast (error)");
-  message.resize(std::size_t(len));
-  if (len > 0) check_mpi(MPI_Bcast(&message[0], int(len), MPI_CHAR, first, comm), "MPI_Bcast (error)");
-  throw Error(message + " [rank " + std::to_string(first) + " of " + std::to_string(size) + "]");
+  long long head[4] = {kind, (long long)message.size(), (long long)sizes[0], (long long)sizes[1]};
+  check_mpi(MPI_Bcast(head, 4, MPI_LONG_LONG, first, comm), "MPI_Bcast (error)");
+  message.resize(std::size_t(head[1]));
+  if (head[1] > 0) check_mpi(MPI_Bcast(&message[0], int(head[1]), MPI_CHAR, first, comm), "MPI_Bcast (error)");
+  message += " [rank " + std::to_string(first) + " of " + std::to_string(size) + "]";
+  if (head[0] == 2) throw AgreedOutOfMemoryError(message, std::size_t(head[2]), std::size_t(head[3]));
+  throw AgreedError(message);
+}
+
+/// Runs `f` (local work: no MPI inside) on every rank, then the agreement:
+/// when f threw on any rank, every rank throws the same error. One
+/// MPI_Allreduce when all is well.
+template <class MS, class F>
+void collectively(MPI_Comm comm, F&& f) {
+  std::exception_ptr local;
+  try {
+    f();
+  } catch (...) {
+    local = std::current_exception();
+  }
+  agree<MS>(comm, local);
 }
 
 /// Bytes one rank sent to and received from the other ranks (its own
@@ -174,11 +219,44 @@ public:
   int size() const { return m_size; }
   MpiTransport transport() const { return m_transport; }
 
+  /// The agreement (see `agree`), with this rank's error if it has one.
+  void agree(std::exception_ptr local = {}) const { distributed::agree<MemorySpace>(m_comm, local); }
+  /// `collectively` on this communicator.
+  template <class F>
+  void collectively(F&& f) const {
+    distributed::collectively<MemorySpace>(m_comm, std::forward<F>(f));
+  }
+
+  /// Runs the public operation `where` (f: local work and this
+  /// communicator's exchanges) and ends with an agreement, so that a rank
+  /// failing after the last exchange does not return alone; a rank that
+  /// throws inside f joins the others' next agreement with its error.
+  template <class F>
+  decltype(auto) call(char const* where, F&& f) const {
+    kdforge::detail::EntryPoint scope(where);
+    try {
+      if constexpr (std::is_void<decltype(f())>::value) {
+        f();
+        agree();
+      } else {
+        auto result = f();
+        agree();
+        return result;
+      }
+    } catch (Agreed const&) {
+      throw;
+    } catch (...) {
+      agree(std::current_exception());
+      throw; // not reached: agree throws for a failed rank
+    }
+  }
+
   /// Every rank's `count` values of this rank's `mine` (host memory).
   template <class V>
   std::vector<V> allgather(V const* mine, int count) const {
     static_assert(std::is_trivially_copyable<V>::value, "allgather: trivially copyable values only");
-    std::vector<V> all(std::size_t(count) * std::size_t(m_size));
+    std::vector<V> all;
+    collectively([&] { all.resize(std::size_t(count) * std::size_t(m_size)); });
     check_mpi(MPI_Allgather(mine, int(sizeof(V)) * count, MPI_BYTE, all.data(), int(sizeof(V)) * count, MPI_BYTE,
                             m_comm),
               "MPI_Allgather");
@@ -187,8 +265,8 @@ public:
 
   /// The counts every rank sends this one, from the counts this one sends each.
   std::vector<std::int64_t> exchange_counts(std::vector<std::int64_t> const& send) const {
-    std::size_t const np = std::size_t(m_size);
-    std::vector<std::int64_t> recv(np);
+    std::vector<std::int64_t> recv;
+    collectively([&] { recv.resize(std::size_t(m_size)); });
     check_mpi(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, m_comm), "MPI_Alltoall (counts)");
     return recv;
   }
@@ -202,31 +280,44 @@ public:
                                           char const* label) {
     static_assert(std::is_trivially_copyable<E>::value, "alltoallv: trivially copyable values only");
     std::size_t const np = std::size_t(m_size);
-    std::vector<int> sc(np), sd(np), rc(np), rd(np);
+    std::size_t const me = std::size_t(m_rank);
+    std::vector<int> sc, sd, rc, rd;
     std::int64_t ns = 0, nr = 0;
-    for (int p = 0; p < m_size; ++p) {
-      // counts and displacements are ints in elements of sizeof(E) bytes
-      KDFORGE_REQUIRE(ns <= INT_MAX && nr <= INT_MAX && send_counts[p] <= INT_MAX && recv_counts[p] <= INT_MAX,
-                      "DistributedTree", "one exchange holds more than 2^31 - 1 ", label,
-                      " per rank; split the queries into batches");
-      sc[p] = int(send_counts[p]);
-      sd[p] = int(ns);
-      rc[p] = int(recv_counts[p]);
-      rd[p] = int(nr);
-      ns += send_counts[p];
-      nr += recv_counts[p];
-      if (p != m_rank) {
-        traffic.sent += send_counts[p] * std::int64_t(sizeof(E));
-        traffic.received += recv_counts[p] * std::int64_t(sizeof(E));
+    Kokkos::View<E*, MemorySpace> recv;
+    using HS = typename StagingSpace<MemorySpace>::type;
+    using H = Kokkos::View<E*, HS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+    H hs, hr;
+    // everything that may fail (sizes, the receive buffer, staging) before the agreement
+    collectively([&] {
+      sc.resize(np), sd.resize(np), rc.resize(np), rd.resize(np);
+      for (int p = 0; p < m_size; ++p) {
+        // counts and displacements are ints in elements of sizeof(E) bytes
+        KDFORGE_REQUIRE(ns <= INT_MAX && nr <= INT_MAX && send_counts[p] <= INT_MAX && recv_counts[p] <= INT_MAX,
+                        "DistributedTree", "one exchange holds more than 2^31 - 1 ", label,
+                        " per rank; split the queries into batches");
+        sc[p] = int(send_counts[p]);
+        sd[p] = int(ns);
+        rc[p] = int(recv_counts[p]);
+        rd[p] = int(nr);
+        ns += send_counts[p];
+        nr += recv_counts[p];
+        if (p != m_rank) {
+          traffic.sent += send_counts[p] * std::int64_t(sizeof(E));
+          traffic.received += recv_counts[p] * std::int64_t(sizeof(E));
+        }
       }
-    }
-    KDFORGE_REQUIRE(std::int64_t(send.extent(0)) >= ns, "DistributedTree", "internal: the send buffer of ", label,
-                    " is short");
-    auto recv = backend::allocate<Kokkos::View<E*, MemorySpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
-                                       std::size_t(nr));
+      KDFORGE_REQUIRE(std::int64_t(send.extent(0)) >= ns, "DistributedTree", "internal: the send buffer of ", label,
+                      " is short");
+      recv = backend::allocate<Kokkos::View<E*, MemorySpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
+                                                                 std::size_t(nr));
+      if (m_transport == MpiTransport::host_staging) {
+        std::int64_t const ns_out = ns - send_counts[me], nr_in = nr - recv_counts[me];
+        hs = H(reinterpret_cast<E*>(stage(m_send_stage, std::size_t(ns_out) * sizeof(E))), std::size_t(ns_out));
+        hr = H(reinterpret_cast<E*>(stage(m_recv_stage, std::size_t(nr_in) * sizeof(E))), std::size_t(nr_in));
+      }
+    });
     // The block a rank sends itself (with queries owned where their points
     // are, most of them) never goes through MPI: one copy in its own memory.
-    std::size_t const me = std::size_t(m_rank);
     std::int64_t const self = send_counts[me];
     std::int64_t const self_s = sd[me], self_r = rd[me];
     if (self > 0)
@@ -244,11 +335,7 @@ public:
     } else {
       // staged without the self block: the blocks before it, then those after
       // it, shifted down by its length
-      using HS = typename StagingSpace<MemorySpace>::type;
-      using H = Kokkos::View<E*, HS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
       std::int64_t const ns_out = ns - self, nr_in = nr - recv_counts[me];
-      H hs(reinterpret_cast<E*>(stage(m_send_stage, std::size_t(ns_out) * sizeof(E))), std::size_t(ns_out));
-      H hr(reinterpret_cast<E*>(stage(m_recv_stage, std::size_t(nr_in) * sizeof(E))), std::size_t(nr_in));
       auto range = [](std::int64_t a, std::int64_t b) { return std::make_pair(std::size_t(a), std::size_t(b)); };
       if (self_s > 0) Kokkos::deep_copy(exec, Kokkos::subview(hs, range(0, self_s)), Kokkos::subview(send, range(0, self_s)));
       if (ns > self_s + self)
@@ -279,8 +366,8 @@ private:
   static char* stage(StageView& v, std::size_t bytes) {
     if (v.extent(0) < bytes) {
       v = StageView();
-      v = StageView(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::staging"),
-                    bytes + bytes / 4 + 64);
+      v = backend::allocate<StageView>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::staging"),
+                                       bytes + bytes / 4 + 64);
     }
     return v.data();
   }

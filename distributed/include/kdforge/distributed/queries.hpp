@@ -483,7 +483,7 @@ struct Call {
   template <class Queries, class Check>
   PV queries(Queries const& queries, Check const& check) {
     PV q;
-    collectively(s.comm.comm(), [&] {
+    s.comm.collectively([&] {
       check();
       q = detail::query_points<Exec, LocalTree>(exec, queries);
       std::int64_t const m = std::int64_t(q.extent(0));
@@ -536,7 +536,7 @@ struct Call {
     auto offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_offsets"), n + 1);
     Kokkos::View<Neighbor<T, Index>*, MS> entries;
     Kokkos::View<std::int64_t*, MS> ids;
-    collectively(s.comm.comm(), [&] {
+    s.comm.collectively([&] {
       QueryOptions o = options;
       o.check_queries = false; // checked on every rank together
       KnnResultFor<Exec, LocalTree> res;
@@ -580,45 +580,47 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
   using PV = typename C::PV;
   using RowsT = Rows<MS, T, Index>;
   auto& s = tree.state();
-  C call(exec, s, where);
-  T sq_cutoff{};
-  PV q = call.queries(queries, [&] {
-    KDFORGE_REQUIRE(k >= 1, where, "k must be >= 1 (got ", k, ")");
-    sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, where, "QueryOptions::cutoff_radius");
-    detail::refuse_bucket_only_options(options, where);
-    (void)detail::make_walk<Exec>(options, where); // options checked before anything travels
+  s.comm.call(where, [&] {
+    C call(exec, s, where);
+    T sq_cutoff{};
+    PV q = call.queries(queries, [&] {
+      KDFORGE_REQUIRE(k >= 1, where, "k must be >= 1 (got ", k, ")");
+      sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, where, "QueryOptions::cutoff_radius");
+      detail::refuse_bucket_only_options(options, where);
+      (void)detail::make_walk<Exec>(options, where); // options checked before anything travels
+    });
+    std::int64_t const m = std::int64_t(q.extent(0));
+    auto const top = call.top();
+
+    // phase 1: the nearest ranks
+    auto r1 = call.route(NearestRule<MS, T, D>{top, q, k, sq_cutoff}, m);
+    auto recv1 = call.template forward<Point<T, D>>(r1, MakePoint<MS, T, D>{q});
+    auto back1 = call.knn_rows(r1, recv1, Kokkos::View<T*, MS>(), k, options);
+    RowsT phase1;
+    detail::ensure_extents(phase1.ranks, "kdforge::distributed::knn::phase1", m, k);
+    detail::ensure_extents(phase1.indices, "kdforge::distributed::knn::phase1", m, k);
+    detail::ensure_extents(phase1.keys, "kdforge::distributed::knn::phase1", m, k);
+    detail::ensure_extents(phase1.d, "kdforge::distributed::knn::phase1", m, k);
+    Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         MergeKnn<MS, T, Index>{call.runs(r1, back1), RowsT{}, phase1, k});
+    s.stats.merge_s += call.lap();
+
+    // phase 2: every other rank within the bound
+    BoundRule<MS, T, D, Index> rule2{top, q, sq_cutoff, r1.query_offsets, r1.dest, phase1};
+    auto r2 = call.route(rule2, m);
+    auto recv2 = call.template forward<PointBound<T, D>>(r2, MakePointBound<MS, T, D, Index>{rule2});
+    std::int64_t const n2 = std::int64_t(recv2.extent(0));
+    PV points2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::points2"), n2);
+    auto bounds2 = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::bounds2"), n2);
+    Kokkos::parallel_for("kdforge::distributed::unpack", Kokkos::RangePolicy<Exec>(exec, 0, n2),
+                         Unpack<decltype(recv2), PV, decltype(bounds2)>{recv2, points2, bounds2});
+    auto back2 = call.knn_rows(r2, points2, bounds2, k, options);
+    ensure_knn<decltype(out), Index, MS>(out, m, k);
+    Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         MergeKnn<MS, T, Index>{call.runs(r2, back2), phase1,
+                                                RowsT{out.ranks, out.indices, out.global_indices, out.sq_distances}, k});
+    s.stats.merge_s += call.lap();
   });
-  std::int64_t const m = std::int64_t(q.extent(0));
-  auto const top = call.top();
-
-  // phase 1: the nearest ranks
-  auto r1 = call.route(NearestRule<MS, T, D>{top, q, k, sq_cutoff}, m);
-  auto recv1 = call.template forward<Point<T, D>>(r1, MakePoint<MS, T, D>{q});
-  auto back1 = call.knn_rows(r1, recv1, Kokkos::View<T*, MS>(), k, options);
-  RowsT phase1;
-  detail::ensure_extents(phase1.ranks, "kdforge::distributed::knn::phase1", m, k);
-  detail::ensure_extents(phase1.indices, "kdforge::distributed::knn::phase1", m, k);
-  detail::ensure_extents(phase1.keys, "kdforge::distributed::knn::phase1", m, k);
-  detail::ensure_extents(phase1.d, "kdforge::distributed::knn::phase1", m, k);
-  Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       MergeKnn<MS, T, Index>{call.runs(r1, back1), RowsT{}, phase1, k});
-  s.stats.merge_s += call.lap();
-
-  // phase 2: every other rank within the bound
-  BoundRule<MS, T, D, Index> rule2{top, q, sq_cutoff, r1.query_offsets, r1.dest, phase1};
-  auto r2 = call.route(rule2, m);
-  auto recv2 = call.template forward<PointBound<T, D>>(r2, MakePointBound<MS, T, D, Index>{rule2});
-  std::int64_t const n2 = std::int64_t(recv2.extent(0));
-  PV points2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::points2"), n2);
-  auto bounds2 = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::bounds2"), n2);
-  Kokkos::parallel_for("kdforge::distributed::unpack", Kokkos::RangePolicy<Exec>(exec, 0, n2),
-                       Unpack<decltype(recv2), PV, decltype(bounds2)>{recv2, points2, bounds2});
-  auto back2 = call.knn_rows(r2, points2, bounds2, k, options);
-  ensure_knn<decltype(out), Index, MS>(out, m, k);
-  Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       MergeKnn<MS, T, Index>{call.runs(r2, back2), phase1,
-                                              RowsT{out.ranks, out.indices, out.global_indices, out.sq_distances}, k});
-  s.stats.merge_s += call.lap();
 }
 
 } // namespace kdforge::distributed
@@ -657,18 +659,20 @@ void closest_point(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
                    DistributedClosestResult<MS, typename LocalTree::coordinate_type, typename LocalTree::index_type>& out,
                    QueryOptions const& options = {}) {
   detail::Region region("kdforge::distributed::closest_point");
-  DistributedKnnResult<MS, typename LocalTree::coordinate_type, typename LocalTree::index_type> rows;
-  distributed::knn(exec, tree, queries, 1, rows, options, "closest_point");
-  std::int64_t const m = std::int64_t(rows.ranks.extent(0));
-  detail::ensure_extents(out.ranks, "kdforge::distributed::closest::ranks", m);
-  detail::ensure_extents(out.indices, "kdforge::distributed::closest::indices", m);
-  detail::ensure_extents(out.global_indices, "kdforge::distributed::closest::global_indices", m);
-  detail::ensure_extents(out.sq_distances, "kdforge::distributed::closest::sq_distances", m);
-  Kokkos::deep_copy(exec, out.ranks, Kokkos::subview(rows.ranks, Kokkos::ALL, 0));
-  Kokkos::deep_copy(exec, out.indices, Kokkos::subview(rows.indices, Kokkos::ALL, 0));
-  Kokkos::deep_copy(exec, out.global_indices, Kokkos::subview(rows.global_indices, Kokkos::ALL, 0));
-  Kokkos::deep_copy(exec, out.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
-  exec.fence();
+  tree.state().comm.call("closest_point", [&] {
+    DistributedKnnResult<MS, typename LocalTree::coordinate_type, typename LocalTree::index_type> rows;
+    distributed::knn(exec, tree, queries, 1, rows, options, "closest_point");
+    std::int64_t const m = std::int64_t(rows.ranks.extent(0));
+    detail::ensure_extents(out.ranks, "kdforge::distributed::closest::ranks", m);
+    detail::ensure_extents(out.indices, "kdforge::distributed::closest::indices", m);
+    detail::ensure_extents(out.global_indices, "kdforge::distributed::closest::global_indices", m);
+    detail::ensure_extents(out.sq_distances, "kdforge::distributed::closest::sq_distances", m);
+    Kokkos::deep_copy(exec, out.ranks, Kokkos::subview(rows.ranks, Kokkos::ALL, 0));
+    Kokkos::deep_copy(exec, out.indices, Kokkos::subview(rows.indices, Kokkos::ALL, 0));
+    Kokkos::deep_copy(exec, out.global_indices, Kokkos::subview(rows.global_indices, Kokkos::ALL, 0));
+    Kokkos::deep_copy(exec, out.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
+    exec.fence();
+  });
 }
 
 template <class Exec, class MS, class LocalTree, class Queries>
@@ -692,32 +696,34 @@ void radius_count(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, 
   constexpr int D = C::D;
   detail::Region region("kdforge::distributed::radius_count");
   auto& s = tree.state();
-  C call(exec, s, "radius_count");
-  T sq_r{};
-  auto q = call.queries(queries, [&] {
-    sq_r = detail::checked_sq_radius<T>(radius, "radius_count", "radius");
-    KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_count", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
-    (void)detail::make_walk<Exec>(options, "radius_count");
+  s.comm.call("radius_count", [&] {
+    C call(exec, s, "radius_count");
+    T sq_r{};
+    auto q = call.queries(queries, [&] {
+      sq_r = detail::checked_sq_radius<T>(radius, "radius_count", "radius");
+      KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_count", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
+      (void)detail::make_walk<Exec>(options, "radius_count");
+    });
+    std::int64_t const m = std::int64_t(q.extent(0));
+    auto r = call.route(distributed::RadiusRule<MS, T, D>{call.top(), q, sq_r}, m);
+    auto recv = call.template forward<Point<T, D>>(r, distributed::MakePoint<MS, T, D>{q});
+    Kokkos::View<std::int64_t*, MS> local;
+    s.comm.collectively([&] {
+      RadiusOptions o = options;
+      o.check_queries = false;
+      kdforge::radius_count(exec, s.tree, recv, radius, local, o, s.workspace);
+      exec.fence();
+    });
+    s.stats.local_s += call.lap();
+    auto back = distributed::send_back(exec, s.comm, r, local, Kokkos::View<std::int64_t*, MS>(),
+                                       Kokkos::View<Neighbor<T, Index>*, MS>(), Kokkos::View<std::int64_t*, MS>(), false,
+                                       false, call.traffic);
+    s.stats.return_s += call.lap();
+    detail::ensure_extents(counts, "kdforge::distributed::radius::counts", m);
+    Kokkos::parallel_for("kdforge::distributed::radius_count_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         distributed::MergeCounts<MS>{r.query_offsets, r.position, back.counts, options.max_neighbors, counts});
+    s.stats.merge_s += call.lap();
   });
-  std::int64_t const m = std::int64_t(q.extent(0));
-  auto r = call.route(distributed::RadiusRule<MS, T, D>{call.top(), q, sq_r}, m);
-  auto recv = call.template forward<Point<T, D>>(r, distributed::MakePoint<MS, T, D>{q});
-  Kokkos::View<std::int64_t*, MS> local;
-  distributed::collectively(s.comm.comm(), [&] {
-    RadiusOptions o = options;
-    o.check_queries = false;
-    kdforge::radius_count(exec, s.tree, recv, radius, local, o, s.workspace);
-    exec.fence();
-  });
-  s.stats.local_s += call.lap();
-  auto back = distributed::send_back(exec, s.comm, r, local, Kokkos::View<std::int64_t*, MS>(),
-                                     Kokkos::View<Neighbor<T, Index>*, MS>(), Kokkos::View<std::int64_t*, MS>(), false,
-                                     false, call.traffic);
-  s.stats.return_s += call.lap();
-  detail::ensure_extents(counts, "kdforge::distributed::radius::counts", m);
-  Kokkos::parallel_for("kdforge::distributed::radius_count_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       distributed::MergeCounts<MS>{r.query_offsets, r.position, back.counts, options.max_neighbors, counts});
-  s.stats.merge_s += call.lap();
 }
 
 template <class Exec, class MS, class LocalTree, class Queries>
@@ -743,57 +749,59 @@ void radius_search(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
   constexpr int D = C::D;
   detail::Region region("kdforge::distributed::radius_search");
   auto& s = tree.state();
-  C call(exec, s, "radius_search");
-  T sq_r{};
-  auto q = call.queries(queries, [&] {
-    sq_r = detail::checked_sq_radius<T>(radius, "radius_search", "radius");
-    KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_search", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
-    (void)detail::make_walk<Exec>(options, "radius_search");
+  s.comm.call("radius_search", [&] {
+    C call(exec, s, "radius_search");
+    T sq_r{};
+    auto q = call.queries(queries, [&] {
+      sq_r = detail::checked_sq_radius<T>(radius, "radius_search", "radius");
+      KDFORGE_REQUIRE(options.max_neighbors >= -1, "radius_search", "RadiusOptions::max_neighbors must be >= 0, or -1 for no limit");
+      (void)detail::make_walk<Exec>(options, "radius_search");
+    });
+    std::int64_t const m = std::int64_t(q.extent(0));
+    auto r = call.route(distributed::RadiusRule<MS, T, D>{call.top(), q, sq_r}, m);
+    auto recv = call.template forward<Point<T, D>>(r, distributed::MakePoint<MS, T, D>{q});
+    std::int64_t const n = std::int64_t(recv.extent(0));
+    bool const sorted = options.sort || options.max_neighbors >= 0;
+    auto row_counts = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_counts"), n);
+    Kokkos::View<std::int64_t*, MS> row_offsets;
+    Kokkos::View<Neighbor<T, Index>*, MS> entries;
+    Kokkos::View<std::int64_t*, MS> ids;
+    s.comm.collectively([&] {
+      RadiusOptions o = options;
+      o.check_queries = false;
+      o.sort = sorted; // each rank's part sorted, for the merge
+      RadiusResultFor<Exec, LocalTree> res;
+      kdforge::radius_search(exec, s.tree, recv, radius, res, o, s.workspace);
+      std::int64_t const total = std::int64_t(res.indices.extent(0));
+      entries = backend::allocate<Kokkos::View<Neighbor<T, Index>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
+      if (s.has_ids)
+        ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
+      Kokkos::parallel_for("kdforge::distributed::radius_rows", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                           distributed::RadiusRowFill<MS, T, Index, decltype(res)>{res, call.local_ids(), entries, ids, row_counts});
+      row_offsets = res.offsets;
+      exec.fence();
+    });
+    s.stats.local_s += call.lap();
+    auto back = distributed::send_back(exec, s.comm, r, row_counts, row_offsets, entries, ids, true, s.has_ids, call.traffic);
+    s.stats.return_s += call.lap();
+    auto runs = call.runs(r, back);
+    detail::ensure_extents(out.offsets, "kdforge::distributed::radius::offsets", m + 1);
+    Kokkos::parallel_for("kdforge::distributed::radius_lengths", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         distributed::MergeRadiusCount<MS, T, Index>{runs, options.max_neighbors, out.offsets});
+    std::int64_t const total = distributed::scan_with_total(exec, out.offsets);
+    auto sized = [&](auto& v, char const* label) {
+      using V = std::decay_t<decltype(v)>;
+      v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), std::size_t(total));
+    };
+    sized(out.ranks, "kdforge::distributed::radius::ranks");
+    sized(out.indices, "kdforge::distributed::radius::indices");
+    sized(out.global_indices, "kdforge::distributed::radius::global_indices");
+    sized(out.sq_distances, "kdforge::distributed::radius::sq_distances");
+    Kokkos::parallel_for("kdforge::distributed::radius_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         distributed::MergeRadiusFill<MS, T, Index>{runs, out.offsets, out.ranks, out.indices,
+                                                                    out.global_indices, out.sq_distances, sorted});
+    s.stats.merge_s += call.lap();
   });
-  std::int64_t const m = std::int64_t(q.extent(0));
-  auto r = call.route(distributed::RadiusRule<MS, T, D>{call.top(), q, sq_r}, m);
-  auto recv = call.template forward<Point<T, D>>(r, distributed::MakePoint<MS, T, D>{q});
-  std::int64_t const n = std::int64_t(recv.extent(0));
-  bool const sorted = options.sort || options.max_neighbors >= 0;
-  auto row_counts = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_counts"), n);
-  Kokkos::View<std::int64_t*, MS> row_offsets;
-  Kokkos::View<Neighbor<T, Index>*, MS> entries;
-  Kokkos::View<std::int64_t*, MS> ids;
-  distributed::collectively(s.comm.comm(), [&] {
-    RadiusOptions o = options;
-    o.check_queries = false;
-    o.sort = sorted; // each rank's part sorted, for the merge
-    RadiusResultFor<Exec, LocalTree> res;
-    kdforge::radius_search(exec, s.tree, recv, radius, res, o, s.workspace);
-    std::int64_t const total = std::int64_t(res.indices.extent(0));
-    entries = backend::allocate<Kokkos::View<Neighbor<T, Index>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
-    if (s.has_ids)
-      ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
-    Kokkos::parallel_for("kdforge::distributed::radius_rows", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         distributed::RadiusRowFill<MS, T, Index, decltype(res)>{res, call.local_ids(), entries, ids, row_counts});
-    row_offsets = res.offsets;
-    exec.fence();
-  });
-  s.stats.local_s += call.lap();
-  auto back = distributed::send_back(exec, s.comm, r, row_counts, row_offsets, entries, ids, true, s.has_ids, call.traffic);
-  s.stats.return_s += call.lap();
-  auto runs = call.runs(r, back);
-  detail::ensure_extents(out.offsets, "kdforge::distributed::radius::offsets", m + 1);
-  Kokkos::parallel_for("kdforge::distributed::radius_lengths", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       distributed::MergeRadiusCount<MS, T, Index>{runs, options.max_neighbors, out.offsets});
-  std::int64_t const total = distributed::scan_with_total(exec, out.offsets);
-  auto sized = [&](auto& v, char const* label) {
-    using V = std::decay_t<decltype(v)>;
-    v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), std::size_t(total));
-  };
-  sized(out.ranks, "kdforge::distributed::radius::ranks");
-  sized(out.indices, "kdforge::distributed::radius::indices");
-  sized(out.global_indices, "kdforge::distributed::radius::global_indices");
-  sized(out.sq_distances, "kdforge::distributed::radius::sq_distances");
-  Kokkos::parallel_for("kdforge::distributed::radius_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       distributed::MergeRadiusFill<MS, T, Index>{runs, out.offsets, out.ranks, out.indices,
-                                                                  out.global_indices, out.sq_distances, sorted});
-  s.stats.merge_s += call.lap();
 }
 
 template <class Exec, class MS, class LocalTree, class Queries>

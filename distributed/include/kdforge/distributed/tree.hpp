@@ -205,89 +205,91 @@ auto build_distributed(Exec const& exec, MPI_Comm comm, Points const& points, Id
 
   auto state = std::make_shared<StateT>(comm, options.gpu_aware); // collective: duplicates the communicator
   auto& c = state->comm;
-  int const P = c.size();
-  Kokkos::Timer timer;
-  std::vector<Box<T, D>> boxes;
-  std::int64_t input_size = 0;
-  collectively(c.comm(), [&] {
-    KDFORGE_REQUIRE(options.box_levels >= 0 && options.box_levels <= 4, "build_distributed_tree",
-                    "DistributedOptions::box_levels must be in [0, 4] (got ", options.box_levels, ")");
-    input_size = std::int64_t(A::size(points));
-    if constexpr (with_ids) {
-      static_assert(Kokkos::is_view<Ids>::value && Ids::rank == 1 &&
-                        std::is_integral<typename Ids::non_const_value_type>::value,
-                    "kdforge::build_distributed_tree: ids must be a rank-1 View of integers, one per point");
-      static_assert(Kokkos::SpaceAccessibility<Exec, typename Ids::memory_space>::accessible,
-                    "kdforge::build_distributed_tree: the ids must be in memory the execution space can read");
-      KDFORGE_REQUIRE(std::int64_t(ids.extent(0)) == input_size, "build_distributed_tree", "ids has ",
-                      ids.extent(0), " entries for ", input_size, " points; pass one id per point");
-      detail::check_point_count<Index, Exec>(std::size_t(input_size), "build_distributed_tree");
-      PV pts = to_points(exec, points, "kdforge::distributed::points");
-      std::int64_t const n = input_size;
-      auto keys = backend::allocate<Kokkos::View<std::uint64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::id_keys"), n);
-      auto perm = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::perm"), n);
-      Kokkos::parallel_for("kdforge::distributed::id_keys", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                           IdKeys<Ids, decltype(keys)>{ids, keys});
-      Kokkos::parallel_for("kdforge::distributed::iota", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                           Iota<Index, decltype(perm)>{perm});
-      backend::sort_by_key(exec, keys, perm); // stable: equal ids keep the caller's order
-      PV sorted(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::points_by_id"), n);
-      auto sorted_ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::ids"), n);
-      Kokkos::parallel_for("kdforge::distributed::permute", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                           Permute<PV, decltype(perm), Ids, PV, decltype(sorted_ids)>{pts, perm, ids, sorted, sorted_ids});
-      state->tree = builder(exec, sorted);
-      state->perm = perm;
-      state->ids = sorted_ids;
-      state->has_ids = true;
-    } else {
-      (void)ids;
-      state->tree = builder(exec, points);
-    }
-    boxes = local_top_boxes(exec, state->tree, options.box_levels);
-    exec.fence();
-  });
-  state->build_local_s = timer.seconds();
-  timer.reset();
+  return c.call("build_distributed_tree", [&] {
+    int const P = c.size();
+    Kokkos::Timer timer;
+    std::vector<Box<T, D>> boxes;
+    std::int64_t input_size = 0;
+    c.collectively([&] {
+      KDFORGE_REQUIRE(options.box_levels >= 0 && options.box_levels <= 4, "build_distributed_tree",
+                      "DistributedOptions::box_levels must be in [0, 4] (got ", options.box_levels, ")");
+      input_size = std::int64_t(A::size(points));
+      if constexpr (with_ids) {
+        static_assert(Kokkos::is_view<Ids>::value && Ids::rank == 1 &&
+                          std::is_integral<typename Ids::non_const_value_type>::value,
+                      "kdforge::build_distributed_tree: ids must be a rank-1 View of integers, one per point");
+        static_assert(Kokkos::SpaceAccessibility<Exec, typename Ids::memory_space>::accessible,
+                      "kdforge::build_distributed_tree: the ids must be in memory the execution space can read");
+        KDFORGE_REQUIRE(std::int64_t(ids.extent(0)) == input_size, "build_distributed_tree", "ids has ",
+                        ids.extent(0), " entries for ", input_size, " points; pass one id per point");
+        detail::check_point_count<Index, Exec>(std::size_t(input_size), "build_distributed_tree");
+        PV pts = to_points(exec, points, "kdforge::distributed::points");
+        std::int64_t const n = input_size;
+        auto keys = backend::allocate<Kokkos::View<std::uint64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::id_keys"), n);
+        auto perm = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::perm"), n);
+        Kokkos::parallel_for("kdforge::distributed::id_keys", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                             IdKeys<Ids, decltype(keys)>{ids, keys});
+        Kokkos::parallel_for("kdforge::distributed::iota", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                             Iota<Index, decltype(perm)>{perm});
+        backend::sort_by_key(exec, keys, perm); // stable: equal ids keep the caller's order
+        PV sorted(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::points_by_id"), n);
+        auto sorted_ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::ids"), n);
+        Kokkos::parallel_for("kdforge::distributed::permute", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                             Permute<PV, decltype(perm), Ids, PV, decltype(sorted_ids)>{pts, perm, ids, sorted, sorted_ids});
+        state->tree = builder(exec, sorted);
+        state->perm = perm;
+        state->ids = sorted_ids;
+        state->has_ids = true;
+      } else {
+        (void)ids;
+        state->tree = builder(exec, points);
+      }
+      boxes = local_top_boxes(exec, state->tree, options.box_levels);
+      exec.fence();
+    });
+    state->build_local_s = timer.seconds();
+    timer.reset();
 
-  // The top: sizes, bounds and sub-boxes of every rank.
-  struct RankInfo {
-    std::int64_t input_size;
-    std::int64_t tree_size;
-    Box<T, D> bounds;
-  };
-  RankInfo mine{input_size, std::int64_t(state->tree.size()), state->tree.bounds()};
-  auto const info = c.allgather(&mine, 1);
-  int const B = 1 << options.box_levels;
-  auto const all_boxes = c.allgather(boxes.data(), B);
-  state->boxes_per_rank = B;
-  state->h_tree_sizes.resize(std::size_t(P));
-  state->h_input_sizes.resize(std::size_t(P));
-  state->h_offsets.assign(std::size_t(P) + 1, 0);
-  state->h_rank_boxes.resize(std::size_t(P));
-  for (int p = 0; p < P; ++p) {
-    state->h_tree_sizes[std::size_t(p)] = info[std::size_t(p)].tree_size;
-    state->h_input_sizes[std::size_t(p)] = info[std::size_t(p)].input_size;
-    state->h_offsets[std::size_t(p) + 1] = state->h_offsets[std::size_t(p)] + info[std::size_t(p)].input_size;
-    state->h_rank_boxes[std::size_t(p)] = info[std::size_t(p)].bounds;
-  }
-  auto to_device = [&](auto const& host, char const* label) {
-    using V = typename std::decay_t<decltype(host)>::value_type;
-    auto d = backend::allocate<Kokkos::View<V*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), host.size());
-    Kokkos::deep_copy(exec, d, Kokkos::View<V const*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                   host.data(), host.size()));
-    return d;
-  };
-  std::size_t const np = std::size_t(P);
-  std::vector<TopBox<T, D>> h_rank_top(np), h_sub_top(all_boxes.size());
-  for (int p = 0; p < P; ++p) h_rank_top[std::size_t(p)] = top_box(info[std::size_t(p)].bounds);
-  for (std::size_t i = 0; i < all_boxes.size(); ++i) h_sub_top[i] = top_box(all_boxes[i]);
-  state->rank_boxes = to_device(h_rank_top, "kdforge::distributed::rank_boxes");
-  state->sub_boxes = to_device(h_sub_top, "kdforge::distributed::sub_boxes");
-  state->tree_sizes = to_device(state->h_tree_sizes, "kdforge::distributed::tree_sizes");
-  state->offsets = to_device(state->h_offsets, "kdforge::distributed::offsets");
-  exec.fence();
-  state->build_top_s = timer.seconds();
-  return DistributedTree<MS, LocalTree>(state);
+    // The top: sizes, bounds and sub-boxes of every rank.
+    struct RankInfo {
+      std::int64_t input_size;
+      std::int64_t tree_size;
+      Box<T, D> bounds;
+    };
+    RankInfo mine{input_size, std::int64_t(state->tree.size()), state->tree.bounds()};
+    auto const info = c.allgather(&mine, 1);
+    int const B = 1 << options.box_levels;
+    auto const all_boxes = c.allgather(boxes.data(), B);
+    state->boxes_per_rank = B;
+    state->h_tree_sizes.resize(std::size_t(P));
+    state->h_input_sizes.resize(std::size_t(P));
+    state->h_offsets.assign(std::size_t(P) + 1, 0);
+    state->h_rank_boxes.resize(std::size_t(P));
+    for (int p = 0; p < P; ++p) {
+      state->h_tree_sizes[std::size_t(p)] = info[std::size_t(p)].tree_size;
+      state->h_input_sizes[std::size_t(p)] = info[std::size_t(p)].input_size;
+      state->h_offsets[std::size_t(p) + 1] = state->h_offsets[std::size_t(p)] + info[std::size_t(p)].input_size;
+      state->h_rank_boxes[std::size_t(p)] = info[std::size_t(p)].bounds;
+    }
+    auto to_device = [&](auto const& host, char const* label) {
+      using V = typename std::decay_t<decltype(host)>::value_type;
+      auto d = backend::allocate<Kokkos::View<V*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), host.size());
+      Kokkos::deep_copy(exec, d, Kokkos::View<V const*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                     host.data(), host.size()));
+      return d;
+    };
+    std::size_t const np = std::size_t(P);
+    std::vector<TopBox<T, D>> h_rank_top(np), h_sub_top(all_boxes.size());
+    for (int p = 0; p < P; ++p) h_rank_top[std::size_t(p)] = top_box(info[std::size_t(p)].bounds);
+    for (std::size_t i = 0; i < all_boxes.size(); ++i) h_sub_top[i] = top_box(all_boxes[i]);
+    state->rank_boxes = to_device(h_rank_top, "kdforge::distributed::rank_boxes");
+    state->sub_boxes = to_device(h_sub_top, "kdforge::distributed::sub_boxes");
+    state->tree_sizes = to_device(state->h_tree_sizes, "kdforge::distributed::tree_sizes");
+    state->offsets = to_device(state->h_offsets, "kdforge::distributed::offsets");
+    exec.fence();
+    state->build_top_s = timer.seconds();
+    return DistributedTree<MS, LocalTree>(state);
+  });
 }
 
 struct LeftBalancedBuilder {
