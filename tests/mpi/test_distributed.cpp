@@ -464,56 +464,86 @@ std::string outcome_of(std::function<void()> const& f) {
   return "";
 }
 
+/// The bytes of a View, copied to the host.
+template <class V>
+std::string bytes_of(V const& v) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, v);
+  return std::string(reinterpret_cast<char const*>(h.data()), h.span() * sizeof(typename V::value_type));
+}
+
 TEST_CASE("distributed tree: each allocation failing on one rank makes every rank throw OutOfMemoryError") {
   // Every allocation kdforge makes on the failing rank during a call fails
   // in turn (and every one after it). A rank that threw where the others
   // went on to an exchange would leave them waiting: the test would hang.
+  // The results passed in must stay as they were on every rank: each call
+  // holds the results of queries A and fails on queries B (as many: the
+  // Views would be written in place) or C (more: new Views).
   int const P = comm_size(), me = comm_rank();
   int const failing = P - 1;
   Exec exec;
   auto const points = my_points(Split::random, 800, 61);
   auto const ref = reference(points);
   auto const queries = my_queries(Split::random, 70, 63);
-  auto const q = device(queries, "queries");
+  auto const qa = device(queries, "queries A");
+  auto const qb = device(my_queries(Split::random, 70, 67), "queries B");
+  auto const qc = device(my_queries(Split::random, 90, 69), "queries C");
   auto const dp = device(points, "points");
   auto tree = kdforge::build_distributed_tree(exec, MPI_COMM_WORLD, dp);
+  using Tree = decltype(tree);
+  kdforge::DistributedKnnResult<MS, float, Tree::index_type> nn;
+  kdforge::DistributedClosestResult<MS, float, Tree::index_type> cp;
+  Kokkos::View<std::int64_t*, MS> counts;
+  kdforge::DistributedRadiusResult<MS, float, Tree::index_type> rows;
+  kdforge::RadiusOptions sorted;
+  sorted.sort = true;
 
-  std::vector<std::pair<char const*, std::function<void()>>> const calls = {
-      {"build_distributed_tree", [&] { (void)kdforge::build_distributed_tree(exec, MPI_COMM_WORLD, dp); }},
-      {"knn", [&] { (void)kdforge::knn(exec, tree, q, 8); }},
-      {"closest_point", [&] { (void)kdforge::closest_point(exec, tree, q); }},
-      {"radius_count", [&] { (void)kdforge::radius_count(exec, tree, q, 0.1); }},
-      {"radius_search", [&] {
-         kdforge::RadiusOptions ro;
-         ro.sort = true;
-         (void)kdforge::radius_search(exec, tree, q, 0.1, ro);
+  auto pick = [&](int b) { return b == 0 ? qa : b == 1 ? qb : qc; };
+  struct Op {
+    char const* name;
+    std::function<void(int)> call; // on queries A, B or C
+    std::function<std::string()> bytes; // of the result passed in
+  };
+  std::vector<Op> const ops = {
+      {"build_distributed_tree", [&](int) { (void)kdforge::build_distributed_tree(exec, MPI_COMM_WORLD, dp); },
+       [&] { return std::string(); }},
+      {"knn", [&](int b) { kdforge::knn(exec, tree, pick(b), 8, nn); },
+       [&] { return bytes_of(nn.ranks) + bytes_of(nn.indices) + bytes_of(nn.global_indices) + bytes_of(nn.sq_distances); }},
+      {"closest_point", [&](int b) { kdforge::closest_point(exec, tree, pick(b), cp); },
+       [&] { return bytes_of(cp.ranks) + bytes_of(cp.indices) + bytes_of(cp.global_indices) + bytes_of(cp.sq_distances); }},
+      {"radius_count", [&](int b) { kdforge::radius_count(exec, tree, pick(b), 0.1, counts); },
+       [&] { return bytes_of(counts); }},
+      {"radius_search", [&](int b) { kdforge::radius_search(exec, tree, pick(b), 0.1, rows, sorted); },
+       [&] {
+         return bytes_of(rows.offsets) + bytes_of(rows.ranks) + bytes_of(rows.indices) + bytes_of(rows.global_indices) +
+                bytes_of(rows.sq_distances);
        }},
   };
-  for (auto const& [where, call] : calls) {
-    std::string const op = where;
-    CAPTURE(op);
-    // the allocations the failing rank makes in one call (after a first one,
-    // which may grow kept buffers), known everywhere
-    call();
-    std::int64_t const before = kdforge::detail::allocations_made();
-    call();
-    std::int64_t made = kdforge::detail::allocations_made() - before;
-    MPI_Bcast(&made, 1, MPI_INT64_T, failing, MPI_COMM_WORLD);
-    CHECK(made >= 3);
+  for (auto const& op : ops) for (int other : {1, 2}) {
+    std::string const name = op.name;
+    CAPTURE(name);
+    CAPTURE(other);
+    op.call(0);
+    std::string const kept = op.bytes();
+    CHECK(all_ranks(name == "build_distributed_tree" || kept != (op.call(other), op.bytes())));
+    op.call(0);
+    // the j-th allocation fails, j = 0, 1, ... until the call needs fewer
     int failures = 0;
-    for (std::int64_t j = 0; j < made; ++j) {
+    for (std::int64_t j = 0;; ++j) {
+      REQUIRE(j < 2000);
       CAPTURE(j);
       if (me == failing) kdforge::detail::fail_allocation_after(j);
-      std::string const outcome = outcome_of(call);
+      std::string const outcome = outcome_of([&] { op.call(other); });
       kdforge::detail::fail_allocation_after(-1);
+      if (all_ranks(outcome.empty())) break;
       bool const oom = outcome.rfind("oom: ", 0) == 0 && outcome.find("out of memory") != std::string::npos &&
                        outcome.find("[rank " + std::to_string(failing) + " of ") != std::string::npos;
       CAPTURE(outcome);
       CHECK(all_ranks(oom));
       CHECK(all_ranks(same_everywhere(outcome)));
-      failures += oom ? 1 : 0;
+      CHECK(all_ranks(op.bytes() == kept));
+      ++failures;
     }
-    CHECK(failures == made);
+    CHECK(failures >= 3);
   }
   // the tree answers as before
   check_all(tree, ref, queries, "after failed allocations", 0.1f);

@@ -615,11 +615,16 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     Kokkos::parallel_for("kdforge::distributed::unpack", Kokkos::RangePolicy<Exec>(exec, 0, n2),
                          Unpack<decltype(recv2), PV, decltype(bounds2)>{recv2, points2, bounds2});
     auto back2 = call.knn_rows(r2, points2, bounds2, k, options);
-    ensure_knn<decltype(out), Index, MS>(out, m, k);
+    // the caller's result (whose Views `res` may share) is written only
+    // once every rank holds all it needs: nothing after the agreement fails
+    auto res = out;
+    ensure_knn<decltype(res), Index, MS>(res, m, k);
+    s.comm.agree();
     Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
                          MergeKnn<MS, T, Index>{call.runs(r2, back2), phase1,
-                                                RowsT{out.ranks, out.indices, out.global_indices, out.sq_distances}, k});
+                                                RowsT{res.ranks, res.indices, res.global_indices, res.sq_distances}, k});
     s.stats.merge_s += call.lap();
+    out = res;
   });
 }
 
@@ -632,8 +637,9 @@ namespace kdforge {
 /// over the union of the points gives, ties included. Collective: every rank
 /// calls it with its own queries (any number, none included) and the same
 /// k and options. options.cutoff_radius and the walk options apply as for
-/// one tree. A NaN query on any rank makes every rank throw the same
-/// kdforge::Error. Returns with the results complete.
+/// one tree. A failure on any rank makes every rank throw the same error
+/// (a NaN query: kdforge::Error; memory: kdforge::OutOfMemoryError), with
+/// `out` as it was on every rank. Returns with the results complete.
 template <class Exec, class MS, class LocalTree, class Queries>
 void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries const& queries, int k,
          DistributedKnnResult<MS, typename LocalTree::coordinate_type, typename LocalTree::index_type>& out,
@@ -663,15 +669,18 @@ void closest_point(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
     DistributedKnnResult<MS, typename LocalTree::coordinate_type, typename LocalTree::index_type> rows;
     distributed::knn(exec, tree, queries, 1, rows, options, "closest_point");
     std::int64_t const m = std::int64_t(rows.ranks.extent(0));
-    detail::ensure_extents(out.ranks, "kdforge::distributed::closest::ranks", m);
-    detail::ensure_extents(out.indices, "kdforge::distributed::closest::indices", m);
-    detail::ensure_extents(out.global_indices, "kdforge::distributed::closest::global_indices", m);
-    detail::ensure_extents(out.sq_distances, "kdforge::distributed::closest::sq_distances", m);
-    Kokkos::deep_copy(exec, out.ranks, Kokkos::subview(rows.ranks, Kokkos::ALL, 0));
-    Kokkos::deep_copy(exec, out.indices, Kokkos::subview(rows.indices, Kokkos::ALL, 0));
-    Kokkos::deep_copy(exec, out.global_indices, Kokkos::subview(rows.global_indices, Kokkos::ALL, 0));
-    Kokkos::deep_copy(exec, out.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
+    auto res = out; // written after the agreement, as in knn
+    detail::ensure_extents(res.ranks, "kdforge::distributed::closest::ranks", m);
+    detail::ensure_extents(res.indices, "kdforge::distributed::closest::indices", m);
+    detail::ensure_extents(res.global_indices, "kdforge::distributed::closest::global_indices", m);
+    detail::ensure_extents(res.sq_distances, "kdforge::distributed::closest::sq_distances", m);
+    tree.state().comm.agree();
+    Kokkos::deep_copy(exec, res.ranks, Kokkos::subview(rows.ranks, Kokkos::ALL, 0));
+    Kokkos::deep_copy(exec, res.indices, Kokkos::subview(rows.indices, Kokkos::ALL, 0));
+    Kokkos::deep_copy(exec, res.global_indices, Kokkos::subview(rows.global_indices, Kokkos::ALL, 0));
+    Kokkos::deep_copy(exec, res.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
     exec.fence();
+    out = res;
   });
 }
 
@@ -719,10 +728,13 @@ void radius_count(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, 
                                        Kokkos::View<Neighbor<T, Index>*, MS>(), Kokkos::View<std::int64_t*, MS>(), false,
                                        false, call.traffic);
     s.stats.return_s += call.lap();
-    detail::ensure_extents(counts, "kdforge::distributed::radius::counts", m);
+    auto res = counts; // written after the agreement, as in knn
+    detail::ensure_extents(res, "kdforge::distributed::radius::counts", m);
+    s.comm.agree();
     Kokkos::parallel_for("kdforge::distributed::radius_count_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         distributed::MergeCounts<MS>{r.query_offsets, r.position, back.counts, options.max_neighbors, counts});
+                         distributed::MergeCounts<MS>{r.query_offsets, r.position, back.counts, options.max_neighbors, res});
     s.stats.merge_s += call.lap();
+    counts = res;
   });
 }
 
@@ -785,22 +797,26 @@ void radius_search(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
     auto back = distributed::send_back(exec, s.comm, r, row_counts, row_offsets, entries, ids, true, s.has_ids, call.traffic);
     s.stats.return_s += call.lap();
     auto runs = call.runs(r, back);
-    detail::ensure_extents(out.offsets, "kdforge::distributed::radius::offsets", m + 1);
-    Kokkos::parallel_for("kdforge::distributed::radius_lengths", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         distributed::MergeRadiusCount<MS, T, Index>{runs, options.max_neighbors, out.offsets});
-    std::int64_t const total = distributed::scan_with_total(exec, out.offsets);
-    auto sized = [&](auto& v, char const* label) {
+    // new Views throughout, assigned to `out` once filled
+    auto res = out;
+    auto sized = [&](auto& v, char const* label, std::int64_t n_rows) {
       using V = std::decay_t<decltype(v)>;
-      v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), std::size_t(total));
+      v = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), std::size_t(n_rows));
     };
-    sized(out.ranks, "kdforge::distributed::radius::ranks");
-    sized(out.indices, "kdforge::distributed::radius::indices");
-    sized(out.global_indices, "kdforge::distributed::radius::global_indices");
-    sized(out.sq_distances, "kdforge::distributed::radius::sq_distances");
+    sized(res.offsets, "kdforge::distributed::radius::offsets", m + 1);
+    Kokkos::parallel_for("kdforge::distributed::radius_lengths", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         distributed::MergeRadiusCount<MS, T, Index>{runs, options.max_neighbors, res.offsets});
+    std::int64_t const total = distributed::scan_with_total(exec, res.offsets);
+    sized(res.ranks, "kdforge::distributed::radius::ranks", total);
+    sized(res.indices, "kdforge::distributed::radius::indices", total);
+    sized(res.global_indices, "kdforge::distributed::radius::global_indices", total);
+    sized(res.sq_distances, "kdforge::distributed::radius::sq_distances", total);
+    s.comm.agree(); // so no rank replaces its `out` while another fails
     Kokkos::parallel_for("kdforge::distributed::radius_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         distributed::MergeRadiusFill<MS, T, Index>{runs, out.offsets, out.ranks, out.indices,
-                                                                    out.global_indices, out.sq_distances, sorted});
+                         distributed::MergeRadiusFill<MS, T, Index>{runs, res.offsets, res.ranks, res.indices,
+                                                                    res.global_indices, res.sq_distances, sorted});
     s.stats.merge_s += call.lap();
+    out = res;
   });
 }
 
