@@ -16,8 +16,11 @@
 // by id), so the rows merge by (squared distance, global index). The merge
 // places each neighbour by counting, in every other row of its query, the
 // neighbours that precede it (binary search): no sort, the same on every
-// backend. Distances are those of the local walks (kernels' sq_distance),
-// the same bits as one tree computes. Box tests are never above a point's
+// backend. A query whose rows come from one rank alone (in phase 2: from
+// none), nearly every query where queries are owned where their points
+// are, needs no merge: its row is copied, one thread per entry.
+// Distances are those of the local walks (kernels' sq_distance), the same
+// bits as one tree computes. Box tests are never above a point's
 // computed distance (top.hpp), and bounds are inclusive, so a tie at the
 // bound on another rank is never missed.
 //
@@ -142,8 +145,38 @@ struct RowGet {
   KOKKOS_INLINE_FUNCTION auto operator()(std::int64_t t) const { return rows.get(i, t); }
 };
 
+/// Whether query i's row has one source or none (no merge to do): in
+/// phase 1 one run or none, in phase 2 (`prior` not empty) no run. Where
+/// queries are owned where their points are, that is nearly every query.
+template <class MS, class T, class Index>
+KOKKOS_INLINE_FUNCTION bool single_source(Runs<MS, T, Index> const& runs, Rows<MS, T, Index> const& prior,
+                                          std::int64_t i) {
+  std::int64_t const n = runs.query_offsets(i + 1) - runs.query_offsets(i);
+  return prior.ranks.extent(0) ? n == 0 : n <= 1;
+}
+
+/// The rows of single-source queries, one thread per entry (i, t): the
+/// reads and writes of a warp are contiguous, where a thread per query
+/// strides them by k (MergeKnn, which skips these queries).
+template <class MS, class T, class Index>
+struct CopyKnn {
+  Runs<MS, T, Index> runs;
+  Rows<MS, T, Index> prior;
+  Rows<MS, T, Index> out;
+  std::int64_t k;
+  KOKKOS_FUNCTION void operator()(std::int64_t e) const {
+    std::int64_t const i = e / k, t = e % k;
+    if (!single_source(runs, prior, i)) return;
+    std::int64_t const a0 = runs.query_offsets(i);
+    if (prior.ranks.extent(0)) out.set(i, t, prior.get(i, t));
+    else if (runs.query_offsets(i + 1) > a0 && t < runs.length(a0)) out.set(i, t, runs.get(a0, runs.begin(a0), t));
+    else out.set(i, t, missing<T, Index>());
+  }
+};
+
 /// kNN merge: query i's k nearest of its runs and, in phase 2, of the
-/// phase-1 row (`prior`, empty in phase 1).
+/// phase-1 row (`prior`, empty in phase 1). Single-source queries are
+/// CopyKnn's.
 template <class MS, class T, class Index>
 struct MergeKnn {
   Runs<MS, T, Index> runs;
@@ -151,6 +184,7 @@ struct MergeKnn {
   Rows<MS, T, Index> out;
   std::int64_t k;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    if (single_source(runs, prior, i)) return;
     for (std::int64_t t = 0; t < k; ++t) out.set(i, t, missing<T, Index>());
     std::int64_t const a0 = runs.query_offsets(i), a1 = runs.query_offsets(i + 1);
     std::int64_t const plen = prior.ranks.extent(0) ? prior.length(i) : 0;
@@ -397,6 +431,8 @@ struct LocalIds {
   KOKKOS_INLINE_FUNCTION Index index(Index pos) const { return perm.extent(0) ? perm(pos) : pos; }
 };
 
+/// The rows' entries, one thread per (query j, column c) for contiguous
+/// accesses within a warp.
 template <class MS, class T, class Index, class Idx, class Dist>
 struct KnnRowFill {
   Idx idx;
@@ -406,14 +442,15 @@ struct KnnRowFill {
   Kokkos::View<Neighbor<T, Index>*, MS> entries;
   Kokkos::View<std::int64_t*, MS> entry_ids;
   Kokkos::View<std::int32_t*, MS> counts32;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+  KOKKOS_FUNCTION void operator()(std::int64_t e) const {
+    std::int64_t const k = std::int64_t(idx.extent(1));
+    std::int64_t const j = e / k, c = e % k;
     std::int64_t const b = offsets(j), n = offsets(j + 1) - b;
-    counts32(j) = std::int32_t(n);
-    for (std::int64_t c = 0; c < n; ++c) {
-      Index const pos = idx(j, c);
-      entries(b + c) = Neighbor<T, Index>{dist(j, c), local.index(pos)};
-      if (entry_ids.extent(0)) entry_ids(b + c) = local.ids(pos);
-    }
+    if (c == 0) counts32(j) = std::int32_t(n);
+    if (c >= n) return;
+    Index const pos = idx(j, c);
+    entries(b + c) = Neighbor<T, Index>{dist(j, c), local.index(pos)};
+    if (entry_ids.extent(0)) entry_ids(b + c) = local.ids(pos);
   }
 };
 
@@ -548,7 +585,7 @@ struct Call {
       entries = backend::allocate<Kokkos::View<Neighbor<T, Index>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
       if (s.has_ids)
         ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
-      Kokkos::parallel_for("kdforge::distributed::knn_fill", Kokkos::RangePolicy<Exec>(exec, 0, n),
+      Kokkos::parallel_for("kdforge::distributed::knn_fill", Kokkos::RangePolicy<Exec>(exec, 0, n * std::int64_t(k)),
                            KnnRowFill<MS, T, Index, decltype(res.indices), decltype(res.sq_distances)>{
                                res.indices, res.sq_distances, offsets, local_ids(), entries, ids, counts32});
       exec.fence();
@@ -559,6 +596,17 @@ struct Call {
     return back;
   }
 };
+
+/// The m rows of `out` from the runs (and the prior rows): copies for
+/// single-source queries, the merge for the others.
+template <class Exec, class MS, class T, class Index>
+void merge_knn(Exec const& exec, Runs<MS, T, Index> const& runs, Rows<MS, T, Index> const& prior,
+               Rows<MS, T, Index> const& out, std::int64_t m, std::int64_t k) {
+  Kokkos::parallel_for("kdforge::distributed::knn_copy", Kokkos::RangePolicy<Exec>(exec, 0, m * k),
+                       CopyKnn<MS, T, Index>{runs, prior, out, k});
+  Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                       MergeKnn<MS, T, Index>{runs, prior, out, k});
+}
 
 template <class R, class Index, class MS>
 void ensure_knn(R& out, std::int64_t m, int k) {
@@ -601,8 +649,7 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     detail::ensure_extents(phase1.indices, "kdforge::distributed::knn::phase1", m, k);
     detail::ensure_extents(phase1.keys, "kdforge::distributed::knn::phase1", m, k);
     detail::ensure_extents(phase1.d, "kdforge::distributed::knn::phase1", m, k);
-    Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         MergeKnn<MS, T, Index>{call.runs(r1, back1), RowsT{}, phase1, k});
+    merge_knn(exec, call.runs(r1, back1), RowsT{}, phase1, m, k);
     s.stats.merge_s += call.lap();
 
     // phase 2: every other rank within the bound
@@ -620,9 +667,8 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     auto res = out;
     ensure_knn<decltype(res), Index, MS>(res, m, k);
     s.comm.agree();
-    Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                         MergeKnn<MS, T, Index>{call.runs(r2, back2), phase1,
-                                                RowsT{res.ranks, res.indices, res.global_indices, res.sq_distances}, k});
+    merge_knn(exec, call.runs(r2, back2), phase1, RowsT{res.ranks, res.indices, res.global_indices, res.sq_distances},
+              m, k);
     s.stats.merge_s += call.lap();
     out = res;
   });
