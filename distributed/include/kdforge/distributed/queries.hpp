@@ -155,24 +155,38 @@ KOKKOS_INLINE_FUNCTION bool single_source(Runs<MS, T, Index> const& runs, Rows<M
   return prior.ranks.extent(0) ? n == 0 : n <= 1;
 }
 
-/// The rows of single-source queries, one thread per entry (i, t): the
-/// reads and writes of a warp are contiguous, where a thread per query
-/// strides them by k (MergeKnn, which skips these queries).
+/// The rows of single-source queries (MergeKnn skips them). On a GPU a
+/// thread per entry (i, t), so that the reads and writes of a warp are
+/// contiguous where a thread per query strides them by k; on CPU cores a
+/// thread per query, whose row is contiguous in its own cache lines.
 template <class MS, class T, class Index>
 struct CopyKnn {
   Runs<MS, T, Index> runs;
   Rows<MS, T, Index> prior;
   Rows<MS, T, Index> out;
   std::int64_t k;
-  KOKKOS_FUNCTION void operator()(std::int64_t e) const {
-    std::int64_t const i = e / k, t = e % k;
-    if (!single_source(runs, prior, i)) return;
+  bool per_query;
+  KOKKOS_INLINE_FUNCTION void copy(std::int64_t i, std::int64_t t) const {
     std::int64_t const a0 = runs.query_offsets(i);
     if (prior.ranks.extent(0)) out.set(i, t, prior.get(i, t));
     else if (runs.query_offsets(i + 1) > a0 && t < runs.length(a0)) out.set(i, t, runs.get(a0, runs.begin(a0), t));
     else out.set(i, t, missing<T, Index>());
   }
+  KOKKOS_FUNCTION void operator()(std::int64_t w) const {
+    if (per_query) {
+      if (single_source(runs, prior, w))
+        for (std::int64_t t = 0; t < k; ++t) copy(w, t);
+    } else if (single_source(runs, prior, w / k)) {
+      copy(w / k, w % k);
+    }
+  }
 };
+
+/// A thread per query on CPU cores, per entry on a GPU (CopyKnn says why).
+template <class Exec>
+constexpr bool per_query_rows() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+}
 
 /// kNN merge: query i's k nearest of its runs and, in phase 2, of the
 /// phase-1 row (`prior`, empty in phase 1). Single-source queries are
@@ -431,8 +445,8 @@ struct LocalIds {
   KOKKOS_INLINE_FUNCTION Index index(Index pos) const { return perm.extent(0) ? perm(pos) : pos; }
 };
 
-/// The rows' entries, one thread per (query j, column c) for contiguous
-/// accesses within a warp.
+/// The rows' entries: a thread per (query j, column c) on a GPU, per
+/// query on CPU cores (CopyKnn says why).
 template <class MS, class T, class Index, class Idx, class Dist>
 struct KnnRowFill {
   Idx idx;
@@ -442,15 +456,24 @@ struct KnnRowFill {
   Kokkos::View<Neighbor<T, Index>*, MS> entries;
   Kokkos::View<std::int64_t*, MS> entry_ids;
   Kokkos::View<std::int32_t*, MS> counts32;
-  KOKKOS_FUNCTION void operator()(std::int64_t e) const {
-    std::int64_t const k = std::int64_t(idx.extent(1));
-    std::int64_t const j = e / k, c = e % k;
-    std::int64_t const b = offsets(j), n = offsets(j + 1) - b;
-    if (c == 0) counts32(j) = std::int32_t(n);
-    if (c >= n) return;
+  bool per_query;
+  KOKKOS_INLINE_FUNCTION void fill(std::int64_t j, std::int64_t c, std::int64_t b) const {
     Index const pos = idx(j, c);
     entries(b + c) = Neighbor<T, Index>{dist(j, c), local.index(pos)};
     if (entry_ids.extent(0)) entry_ids(b + c) = local.ids(pos);
+  }
+  KOKKOS_FUNCTION void operator()(std::int64_t w) const {
+    std::int64_t const k = std::int64_t(idx.extent(1));
+    std::int64_t const j = per_query ? w : w / k;
+    std::int64_t const b = offsets(j), n = offsets(j + 1) - b;
+    if (per_query) {
+      counts32(j) = std::int32_t(n);
+      for (std::int64_t c = 0; c < n; ++c) fill(j, c, b);
+      return;
+    }
+    std::int64_t const c = w % k;
+    if (c == 0) counts32(j) = std::int32_t(n);
+    if (c < n) fill(j, c, b);
   }
 };
 
@@ -585,9 +608,11 @@ struct Call {
       entries = backend::allocate<Kokkos::View<Neighbor<T, Index>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
       if (s.has_ids)
         ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
-      Kokkos::parallel_for("kdforge::distributed::knn_fill", Kokkos::RangePolicy<Exec>(exec, 0, n * std::int64_t(k)),
+      constexpr bool per_query = per_query_rows<Exec>();
+      Kokkos::parallel_for("kdforge::distributed::knn_fill",
+                           Kokkos::RangePolicy<Exec>(exec, 0, per_query ? n : n * std::int64_t(k)),
                            KnnRowFill<MS, T, Index, decltype(res.indices), decltype(res.sq_distances)>{
-                               res.indices, res.sq_distances, offsets, local_ids(), entries, ids, counts32});
+                               res.indices, res.sq_distances, offsets, local_ids(), entries, ids, counts32, per_query});
       exec.fence();
     });
     s.stats.local_s += lap();
@@ -602,8 +627,9 @@ struct Call {
 template <class Exec, class MS, class T, class Index>
 void merge_knn(Exec const& exec, Runs<MS, T, Index> const& runs, Rows<MS, T, Index> const& prior,
                Rows<MS, T, Index> const& out, std::int64_t m, std::int64_t k) {
-  Kokkos::parallel_for("kdforge::distributed::knn_copy", Kokkos::RangePolicy<Exec>(exec, 0, m * k),
-                       CopyKnn<MS, T, Index>{runs, prior, out, k});
+  constexpr bool per_query = per_query_rows<Exec>();
+  Kokkos::parallel_for("kdforge::distributed::knn_copy", Kokkos::RangePolicy<Exec>(exec, 0, per_query ? m : m * k),
+                       CopyKnn<MS, T, Index>{runs, prior, out, k, per_query});
   Kokkos::parallel_for("kdforge::distributed::knn_merge", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        MergeKnn<MS, T, Index>{runs, prior, out, k});
 }
