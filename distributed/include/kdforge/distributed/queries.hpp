@@ -18,7 +18,7 @@
 // neighbours that precede it (binary search): no sort, the same on every
 // backend. A query whose rows come from one rank alone (in phase 2: from
 // none), nearly every query where queries are owned where their points
-// are, needs no merge: its row is copied, one thread per entry.
+// are, needs no merge: its row is copied (CopyKnn).
 // Distances are those of the local walks (kernels' sq_distance), the same
 // bits as one tree computes. Box tests are never above a point's
 // computed distance (top.hpp), and bounds are inclusive, so a tie at the
