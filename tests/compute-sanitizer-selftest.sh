@@ -3,7 +3,8 @@
 # (doctest's listing and summaries) and a stand-in compute-sanitizer that
 # runs it. The script must order the slow case first, turn commas into '?',
 # report a failing case and a case the filter does not match, exit 1 then,
-# and with --resume run only the jobs that did not pass.
+# with --resume run only the jobs that did not pass, and with --cases only
+# the cases named.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 tmp=$(mktemp -d)
@@ -35,6 +36,7 @@ while [ $# -gt 0 ]; do
   case "$1" in --tool|--error-exitcode|--print-limit|--racecheck-report|--kernel-name-exclude) shift 2 ;;
     *) args+=("$1"); shift ;; esac
 done
+echo "device: $CUDA_VISIBLE_DEVICES"
 rc=0; "${args[@]}" || rc=$?
 echo "========= ERROR SUMMARY: 0 errors"
 exit $rc
@@ -62,6 +64,22 @@ rc=0; out=$(cs --tools "memcheck racecheck" --resume) || rc=$?
 [ $rc = 1 ] || fail "exit $rc on --resume with a failing case (expected 1)"
 grep -q "4 jobs on" <<< "$out" || fail "--resume did not run only the 4 jobs that failed: $out"
 [ "$(wc -l < "$tmp/out/summary.tsv")" = 8 ] || fail "--resume left $(wc -l < "$tmp/out/summary.tsv") lines (expected 8)"
+
+listing=$(cs --dry-run --tools initcheck --cases 'comma|fails')
+[ "$(cut -f3 <<< "$listing" | sed '$d')" = "$(printf 'quick, with a comma<Kokkos::Cuda>\nfails here<Kokkos::Cuda>')" ] ||
+  fail "--cases 'comma|fails' does not list exactly those two cases: $listing"
+rc=0; cs --dry-run --cases 'no such case' > /dev/null 2>&1 || rc=$?
+[ $rc = 2 ] || fail "--cases matching no case exits $rc (expected 2)"
+
+rm -rf "$tmp/out"
+bash "$here/compute-sanitizer.sh" --gpus 1,3 --per-gpu 1 --out "$tmp/out" --tools memcheck --cases 'quick|every' "$tmp/build" > /dev/null ||
+  fail "--gpus 1,3 with two passing cases failed"
+devices=$(cat "$tmp/out"/*.log | sed -n 's/^device: //p' | sort -u | tr '\n' ' ')
+case "$devices" in "1 " | "3 " | "1 3 ") ;; *) false ;; esac || fail "--gpus 1,3 ran on device(s) '$devices'"
+for g in 0 1,x ,1; do
+  rc=0; cs --gpus "$g" > /dev/null 2>&1 || rc=$?
+  [ $rc = 2 ] || fail "--gpus '$g' exits $rc (expected 2)"
+done
 
 rc=0; cs --tools bogus > /dev/null 2>&1 || rc=$?
 [ $rc = 2 ] || fail "an unknown tool exits $rc (expected 2)"

@@ -12,8 +12,12 @@
 # Options (defaults in brackets):
 #   --features "F ..."  [every feature whose binary BUILD_DIR holds]
 #   --tools "T ..."     [memcheck racecheck initcheck synccheck]
+#   --cases REGEX       [every case] only the cases whose names match REGEX
+#                       (grep -E, e.g. 'million identical|every allocation')
 #   --per-gpu N         [8] processes per GPU at a time
-#   --gpus G            [the number nvidia-smi lists]
+#   --gpus G            [the number nvidia-smi lists] G GPUs, 0 .. G-1, or
+#                       a list of device numbers: "2,3" (jobs go to the
+#                       listed GPUs in turn, slow ones first)
 #   --out DIR           [compute-sanitizer-out] one log per job and summary.tsv
 #   --resume            keep DIR's finished jobs (rc 0) and run only the rest
 #   --dry-run           list the jobs in the order they would start, run none
@@ -25,23 +29,23 @@
 # and the memory feature's case that fills the GPU on purpose (run it alone:
 # tests/README.md). summary.tsv has a line per finished job: tool, feature,
 # exit status, seconds, log file, the sanitizer's and doctest's summaries,
-# case. The
-# script prints the counts per tool and feature, names every job that did not
-# exit 0, and exits 1 if any did.
+# case. The script prints the counts per tool and feature, names every job
+# that did not exit 0, and exits 1 if any did.
 set -euo pipefail
 
-features="" tools="memcheck racecheck initcheck synccheck" per_gpu=8 gpus="" out=compute-sanitizer-out
+features="" tools="memcheck racecheck initcheck synccheck" cases_re="" per_gpu=8 gpus="" out=compute-sanitizer-out
 resume=0 dry=0 build=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --features) features=$2; shift 2 ;;
     --tools) tools=$2; shift 2 ;;
+    --cases) cases_re=$2; shift 2 ;;
     --per-gpu) per_gpu=$2; shift 2 ;;
     --gpus) gpus=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --resume) resume=1; shift ;;
     --dry-run) dry=1; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^set -euo/ {exit} NR > 1' "$0"; exit 0 ;;
     -*) echo "compute-sanitizer.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
     *) build=$1; shift ;;
   esac
@@ -64,7 +68,14 @@ done
 if [ $dry = 0 ]; then
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer.sh: compute-sanitizer is not on PATH (it comes with the CUDA toolkit)" >&2; exit 2; }
   if [ -z "$gpus" ]; then gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); fi
-  case "$gpus" in ''|*[!0-9]*|0) echo "compute-sanitizer.sh: no GPU found (nvidia-smi -L); --gpus sets the number" >&2; exit 2 ;; esac
+  if [[ "$gpus" =~ ^[1-9][0-9]*$ ]]; then
+    gpu_ids=($(seq 0 $((gpus - 1))))
+  elif [[ "$gpus" =~ ^[0-9]+(,[0-9]+)+$ ]]; then
+    IFS=, read -r -a gpu_ids <<< "$gpus"
+  else
+    echo "compute-sanitizer.sh: no GPU found (nvidia-smi -L), or --gpus '$gpus' is neither a number nor a list like 2,3" >&2
+    exit 2
+  fi
 fi
 
 mkdir -p "$out"
@@ -84,6 +95,7 @@ for f in $features; do
           awk '/listing all test case names/{on=1; next} on && /^=+$/{n++; if (n==2) exit; next} on && n==1')
   while IFS= read -r c; do
     [ -n "$c" ] || continue
+    if [ -n "$cases_re" ] && ! printf '%s\n' "$c" | grep -Eq -- "$cases_re"; then continue; fi
     for t in $tools; do
       if awk -F'\t' -v t="$t" -v f="$f" -v c="$c" '$1 == t && $2 == f && $7 == c {found=1} END{exit !found}' "$summary"; then continue; fi
       p=$(rank_tool "$t")
@@ -95,8 +107,12 @@ done
 sort -s -t$'\t' -k1,1 "$jobs.unsorted" | cut -f2- > "$jobs"
 rm -f "$jobs.unsorted"
 total=$(wc -l < "$jobs")
+if [ "$total" = 0 ]; then
+  echo "compute-sanitizer.sh: no job to run (no case matches --cases, or --resume found every job done)" >&2
+  [ -n "$cases_re" ] && [ $resume = 0 ] && exit 2
+fi
 if [ $dry = 1 ]; then cat "$jobs"; echo "$total jobs"; exit 0; fi
-echo "compute-sanitizer.sh: $total jobs on $gpus GPU(s), $per_gpu per GPU; logs in $out"
+echo "compute-sanitizer.sh: $total jobs on GPU(s) ${gpu_ids[*]}, $per_gpu per GPU; logs in $out"
 
 racecheck_opts=(--racecheck-report hazard --kernel-name-exclude kns=ParallelReduce --kernel-name-exclude kns=ParallelScan)
 echo 0 > "$out/.next"
@@ -121,7 +137,7 @@ worker() { # worker GPU
       "$t" "$f" "$rc" "$((SECONDS - t0))" "$(basename "$log")" "$sums" "$c"
   done
 }
-for ((w = 0; w < gpus * per_gpu; w++)); do worker $((w % gpus)) & done
+for ((w = 0; w < ${#gpu_ids[@]} * per_gpu; w++)); do worker "${gpu_ids[w % ${#gpu_ids[@]}]}" & done
 wait
 rm -f "$out/.next"
 
