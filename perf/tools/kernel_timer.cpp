@@ -132,11 +132,15 @@ struct Timer {
 
 Timer* timer = nullptr;
 
-struct SpaceHandle {
+} // namespace
+
+// Kokkos' Kokkos_Profiling_SpaceHandle. Outside the anonymous namespace:
+// an extern "C" function taking a type of internal linkage gets internal
+// linkage itself from some compilers (nvcc), and Kokkos would not find it.
+struct KdforgeTimerSpaceHandle {
   char name[64];
 };
-
-} // namespace
+using SpaceHandle = KdforgeTimerSpaceHandle;
 
 extern "C" {
 
