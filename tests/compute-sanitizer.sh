@@ -17,7 +17,8 @@
 #   --per-gpu N         [8] processes per GPU at a time
 #   --gpus G            [the number nvidia-smi lists] G GPUs, 0 .. G-1, or
 #                       a list of device numbers: "2,3" (jobs go to the
-#                       listed GPUs in turn, slow ones first)
+#                       listed GPUs in turn, slow ones first; "0,1,0"
+#                       gives GPU 0 twice the processes of GPU 1)
 #   --out DIR           [compute-sanitizer-out] one log per job and summary.tsv
 #   --resume            keep DIR's finished jobs (rc 0) and run only the rest
 #   --dry-run           list the jobs in the order they would start, run none
