@@ -526,11 +526,13 @@ TEST_CASE("distributed tree: each allocation failing on one rank makes every ran
     std::string const kept = op.bytes();
     CHECK(all_ranks(name == "build_distributed_tree" || kept != (op.call(other), op.bytes())));
     op.call(0);
-    // the j-th allocation fails, j = 0, 1, ... until the call needs fewer
+    // the j-th allocation fails, j = 0, 1, ... until the call needs fewer;
+    // each call starts without the tree's buffers, so it allocates them all
     int failures = 0;
     for (std::int64_t j = 0;; ++j) {
       REQUIRE(j < 2000);
       CAPTURE(j);
+      tree.release_scratch();
       if (me == failing) kdforge::detail::fail_allocation_after(j);
       std::string const outcome = outcome_of([&] { op.call(other); });
       kdforge::detail::fail_allocation_after(-1);
@@ -547,4 +549,59 @@ TEST_CASE("distributed tree: each allocation failing on one rank makes every ran
   }
   // the tree answers as before
   check_all(tree, ref, queries, "after failed allocations", 0.1f);
+}
+
+TEST_CASE("distributed tree: repeated calls reuse the tree's buffers, and release_scratch frees them") {
+  // A call of the sizes of an earlier one allocates nothing but its
+  // results' Views where they change size: the routes, exchanges and rows
+  // live in the tree between calls. Released, they are allocated again,
+  // and the answers never change.
+  Exec exec;
+  auto const points = my_points(Split::random, 900, 71);
+  auto const ref = reference(points);
+  auto const queries = my_queries(Split::random, 80, 73);
+  auto const dq = device(queries, "queries");
+  auto const more = device(my_queries(Split::random, 120, 75), "more queries");
+  auto tree = kdforge::build_distributed_tree(exec, MPI_COMM_WORLD, device(points, "points"));
+  using Tree = decltype(tree);
+  kdforge::DistributedKnnResult<MS, float, Tree::index_type> nn;
+  Kokkos::View<std::int64_t*, MS> counts;
+  kdforge::DistributedRadiusResult<MS, float, Tree::index_type> rows;
+  kdforge::RadiusOptions sorted;
+  sorted.sort = true;
+  auto allocations = [](auto const& f) {
+    std::int64_t const before = kdforge::detail::allocations_made();
+    f();
+    return kdforge::detail::allocations_made() - before;
+  };
+  auto knn = [&](auto const& q) { kdforge::knn(exec, tree, q, 8, nn); };
+  CHECK(allocations([&] { knn(dq); }) > 0);
+  std::string const first = bytes_of(nn.global_indices) + bytes_of(nn.sq_distances);
+  CHECK(tree.scratch_bytes() > 0);
+  CHECK(all_ranks(allocations([&] { knn(dq); }) == 0));
+  CHECK(bytes_of(nn.global_indices) + bytes_of(nn.sq_distances) == first);
+  kdforge::radius_count(exec, tree, dq, 0.1, counts);
+  CHECK(all_ranks(allocations([&] { kdforge::radius_count(exec, tree, dq, 0.1, counts); }) == 0));
+  // more queries: the buffers grow to fit both sizes; then the first
+  // queries allocate only their results' four Views (their extents changed)
+  knn(more);
+  check_all(tree, ref, queries, "after a larger call", 0.1f);
+  knn(dq);
+  knn(more);
+  std::size_t const grown = tree.scratch_bytes();
+  CHECK(all_ranks(allocations([&] { knn(dq); }) == 4));
+  CHECK(bytes_of(nn.global_indices) + bytes_of(nn.sq_distances) == first);
+  CHECK(tree.scratch_bytes() == grown);
+  // the kept buffers do not leak into results: a later call leaves them be
+  auto const kept = nn;
+  std::string const kept_bytes = bytes_of(kept.global_indices) + bytes_of(kept.sq_distances);
+  kdforge::DistributedKnnResult<MS, float, Tree::index_type> other;
+  kdforge::knn(exec, tree, more, 8, other);
+  kdforge::radius_search(exec, tree, more, 0.1, rows, sorted);
+  CHECK(bytes_of(kept.global_indices) + bytes_of(kept.sq_distances) == kept_bytes);
+  tree.release_scratch();
+  CHECK(tree.scratch_bytes() == 0);
+  CHECK(all_ranks(allocations([&] { knn(dq); }) > 0));
+  CHECK(bytes_of(nn.global_indices) + bytes_of(nn.sq_distances) == first);
+  check_all(tree, ref, queries, "after release_scratch", 0.1f);
 }

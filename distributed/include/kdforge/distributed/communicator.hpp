@@ -20,6 +20,7 @@
 #include <kdforge/base/memory.hpp>
 #include <kdforge/base/profiling.hpp>
 #include <kdforge/detail/boundary.hpp>
+#include <kdforge/distributed/scratch.hpp>
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
@@ -272,12 +273,13 @@ public:
   }
 
   /// MPI_Alltoallv of `send` (send_counts(p) elements to rank p, in rank
-  /// order) into a new View of recv_counts' sum elements. Fences `exec`.
+  /// order) into a View of recv_counts' sum elements: a buffer of `scratch`
+  /// where given, a new View otherwise. Fences `exec`.
   template <class Exec, class E>
   Kokkos::View<E*, MemorySpace> alltoallv(Exec const& exec, Kokkos::View<E*, MemorySpace> const& send,
                                           std::vector<std::int64_t> const& send_counts,
                                           std::vector<std::int64_t> const& recv_counts, Traffic& traffic,
-                                          char const* label) {
+                                          char const* label, Scratch<MemorySpace>* scratch = nullptr) {
     static_assert(std::is_trivially_copyable<E>::value, "alltoallv: trivially copyable values only");
     std::size_t const np = std::size_t(m_size);
     std::size_t const me = std::size_t(m_rank);
@@ -308,8 +310,10 @@ public:
       }
       KDFORGE_REQUIRE(std::int64_t(send.extent(0)) >= ns, "DistributedTree", "internal: the send buffer of ", label,
                       " is short");
-      recv = backend::allocate<Kokkos::View<E*, MemorySpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
-                                                                 std::size_t(nr));
+      using V = Kokkos::View<E*, MemorySpace>;
+      recv = scratch ? scratch->template take<V>(label, nr)
+                     : backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
+                                            std::size_t(nr));
       if (m_transport == MpiTransport::host_staging) {
         std::int64_t const ns_out = ns - send_counts[me], nr_in = nr - recv_counts[me];
         hs = H(reinterpret_cast<E*>(stage(m_send_stage, std::size_t(ns_out) * sizeof(E))), std::size_t(ns_out));

@@ -22,6 +22,7 @@
 #include <kdforge/base/types.hpp>
 #include <kdforge/distributed/communicator.hpp>
 #include <kdforge/distributed/results.hpp>
+#include <kdforge/distributed/scratch.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -129,23 +130,23 @@ std::int64_t scan_with_total(Exec const& exec, V const& offsets) {
 /// The pairs of `m` queries under `rule`, sorted by rank (local: the
 /// counts are exchanged by forward).
 template <class Exec, class MS, class Rule>
-Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rule, std::int64_t m) {
+Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rule, std::int64_t m,
+                 Scratch<MS>& scratch) {
   int const P = comm.size();
   Routes<MS> r;
-  r.query_offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::query_offsets"), m + 1);
+  r.query_offsets = scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::query_offsets", m + 1);
   Kokkos::parallel_for("kdforge::distributed::route_count", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        RouteCount<Rule, decltype(r.query_offsets)>{rule, r.query_offsets});
   r.pairs = scan_with_total(exec, r.query_offsets);
   auto alloc = [&](auto& v, char const* label) {
     using V = std::decay_t<decltype(v)>;
-    v = V(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), std::size_t(r.pairs));
+    v = scratch.template take<V>(label, r.pairs);
   };
   alloc(r.dest, "kdforge::distributed::dest");
   alloc(r.pair_query, "kdforge::distributed::pair_query");
   alloc(r.sorted, "kdforge::distributed::sorted");
   alloc(r.position, "kdforge::distributed::position");
-  auto keys = backend::allocate<Kokkos::View<std::uint32_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::keys"),
-                                        std::size_t(r.pairs));
+  auto keys = scratch.template take<Kokkos::View<std::uint32_t*, MS>>("kdforge::distributed::keys", r.pairs);
   Kokkos::parallel_for("kdforge::distributed::route_fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        RouteFill<Rule, MS>{rule, r.query_offsets, r.dest, r.pair_query, keys, r.sorted});
   if (P > 1 && r.pairs > 1) {
@@ -155,8 +156,7 @@ Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rul
   }
   Kokkos::parallel_for("kdforge::distributed::route_index", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
                        RouteIndex<MS>{r.sorted, r.position});
-  auto first = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rank_starts"),
-                                        std::size_t(P) + 1);
+  auto first = scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::rank_starts", std::int64_t(P) + 1);
   Kokkos::parallel_for("kdforge::distributed::rank_starts", Kokkos::RangePolicy<Exec>(exec, 0, std::int64_t(P) + 1),
                        RankStarts<MS>{keys, first, r.pairs});
   std::vector<std::int64_t> h_first(std::size_t(P) + 1);
@@ -180,9 +180,8 @@ struct Pack {
 };
 
 template <class Exec, class MS, class Elem, class Make>
-Kokkos::View<Elem*, MS> pack(Exec const& exec, Routes<MS> const& r, Make const& make) {
-  auto out = backend::allocate<Kokkos::View<Elem*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::send"),
-                              std::size_t(r.pairs));
+Kokkos::View<Elem*, MS> pack(Exec const& exec, Routes<MS> const& r, Make const& make, Scratch<MS>& scratch) {
+  auto out = scratch.template take<Kokkos::View<Elem*, MS>>("kdforge::distributed::send", r.pairs);
   Kokkos::parallel_for("kdforge::distributed::pack", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
                        Pack<MS, Make, decltype(out)>{r.sorted, r.pair_query, make, out});
   return out;
@@ -216,13 +215,13 @@ struct AtDisplacements {
 /// offsets(displ[p]) for p = 0 .. P: the entries of each rank's block.
 template <class Exec, class MS>
 std::vector<std::int64_t> block_entries(Exec const& exec, Kokkos::View<std::int64_t*, MS> const& offsets,
-                                        std::vector<std::int64_t> const& counts) {
+                                        std::vector<std::int64_t> const& counts, Scratch<MS>& scratch) {
   std::size_t const P = counts.size();
   std::vector<std::int64_t> displ(P + 1, 0);
   for (std::size_t p = 0; p < P; ++p) displ[p + 1] = displ[p] + counts[p];
   using H = Kokkos::View<std::int64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  auto d_displ = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::displ"), P + 1);
-  auto d_out = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::blocks"), P + 1);
+  auto d_displ = scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::displ", P + 1);
+  auto d_out = scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::blocks", P + 1);
   Kokkos::deep_copy(exec, d_displ, H(displ.data(), P + 1));
   Kokkos::parallel_for("kdforge::distributed::blocks", Kokkos::RangePolicy<Exec>(exec, 0, std::int64_t(P) + 1),
                        AtDisplacements<Kokkos::View<std::int64_t*, MS>, decltype(d_displ), decltype(d_out)>{offsets, d_displ, d_out});
@@ -242,20 +241,21 @@ Returned<MS, T, Index, Count> send_back(Exec const& exec, Communicator<MS>& comm
                                         Kokkos::View<std::int64_t*, MS> const& row_offsets,
                                         Kokkos::View<Neighbor<T, Index>*, MS> const& entries,
                                         Kokkos::View<std::int64_t*, MS> const& entry_ids, bool with_entries,
-                                        bool with_ids, Traffic& traffic) {
+                                        bool with_ids, Traffic& traffic, Scratch<MS>& scratch) {
   Returned<MS, T, Index, Count> back;
-  back.counts = comm.alltoallv(exec, row_counts, r.recv_counts, r.send_counts, traffic, "kdforge::distributed::row_counts");
+  back.counts = comm.alltoallv(exec, row_counts, r.recv_counts, r.send_counts, traffic, "kdforge::distributed::row_counts",
+                               &scratch);
   if (!with_entries) return back;
-  back.offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::back_offsets"),
-                                                 std::size_t(r.pairs) + 1);
+  back.offsets = scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::back_offsets", r.pairs + 1);
   Kokkos::parallel_for("kdforge::distributed::widen", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
                        Widen<decltype(back.counts), decltype(back.offsets)>{back.counts, back.offsets});
   scan_with_total(exec, back.offsets);
-  auto const send_entries = block_entries(exec, row_offsets, r.recv_counts);
-  auto const recv_entries = block_entries(exec, back.offsets, r.send_counts);
-  back.entries = comm.alltoallv(exec, entries, send_entries, recv_entries, traffic, "kdforge::distributed::neighbors");
+  auto const send_entries = block_entries(exec, row_offsets, r.recv_counts, scratch);
+  auto const recv_entries = block_entries(exec, back.offsets, r.send_counts, scratch);
+  back.entries =
+      comm.alltoallv(exec, entries, send_entries, recv_entries, traffic, "kdforge::distributed::neighbors", &scratch);
   if (with_ids) // every rank alike: the tree was built with ids or without on all
-    back.ids = comm.alltoallv(exec, entry_ids, send_entries, recv_entries, traffic, "kdforge::distributed::ids");
+    back.ids = comm.alltoallv(exec, entry_ids, send_entries, recv_entries, traffic, "kdforge::distributed::ids", &scratch);
   return back;
 }
 

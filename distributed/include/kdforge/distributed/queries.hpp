@@ -35,6 +35,7 @@
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/distributed/exchange.hpp>
 #include <kdforge/distributed/results.hpp>
+#include <kdforge/distributed/scratch.hpp>
 #include <kdforge/distributed/top.hpp>
 #include <kdforge/distributed/tree.hpp>
 #include <kdforge/kernels/query/rows.hpp>
@@ -522,6 +523,7 @@ struct Call {
 
   Call(Exec const& e, State<MS, LocalTree>& st, char const* w) : exec(e), s(st), where(w) {
     s.stats = DistributedStats{};
+    s.scratch.begin();
   }
   ~Call() {
     s.stats.bytes_sent = traffic.sent;
@@ -560,7 +562,7 @@ struct Call {
 
   template <class Rule>
   Routes<MS> route(Rule const& rule, std::int64_t m) {
-    Routes<MS> r = distributed::route(exec, s.comm, rule, m);
+    Routes<MS> r = distributed::route(exec, s.comm, rule, m, s.scratch);
     s.stats.sent_pairs += r.pairs;
     s.stats.remote_pairs += r.pairs - r.send_counts[std::size_t(s.comm.rank())];
     ++s.stats.phases;
@@ -571,10 +573,11 @@ struct Call {
   /// many it receives from each).
   template <class Elem, class Make>
   Kokkos::View<Elem*, MS> forward(Routes<MS>& r, Make const& make) {
-    auto send = pack<Exec, MS, Elem>(exec, r, make);
+    auto send = pack<Exec, MS, Elem>(exec, r, make, s.scratch);
     s.stats.route_s += lap();
     r.recv_counts = s.comm.exchange_counts(r.send_counts);
-    auto recv = s.comm.alltoallv(exec, send, r.send_counts, r.recv_counts, traffic, "kdforge::distributed::queries");
+    auto recv =
+        s.comm.alltoallv(exec, send, r.send_counts, r.recv_counts, traffic, "kdforge::distributed::queries", &s.scratch);
     s.stats.forward_s += lap();
     return recv;
   }
@@ -592,22 +595,26 @@ struct Call {
                                                 Kokkos::View<T*, MS> const& bounds, int k,
                                                 QueryOptions const& options) {
     std::int64_t const n = std::int64_t(points.extent(0));
-    auto counts32 = backend::allocate<Kokkos::View<std::int32_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_counts"), n);
-    auto offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_offsets"), n + 1);
+    Kokkos::View<std::int32_t*, MS> counts32;
+    Kokkos::View<std::int64_t*, MS> offsets;
     Kokkos::View<Neighbor<T, Index>*, MS> entries;
     Kokkos::View<std::int64_t*, MS> ids;
     s.comm.collectively([&] {
+      counts32 = s.scratch.template take<Kokkos::View<std::int32_t*, MS>>("kdforge::distributed::row_counts", n);
+      offsets = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::row_offsets", n + 1);
       QueryOptions o = options;
       o.check_queries = false; // checked on every rank together
       KnnResultFor<Exec, LocalTree> res;
+      res.indices = s.scratch.template take<decltype(res.indices)>("kdforge::distributed::local_indices", n, k);
+      res.sq_distances =
+          s.scratch.template take<decltype(res.sq_distances)>("kdforge::distributed::local_sq_distances", n, k);
       kdforge::knn(exec, s.tree, points, k, res, o, s.workspace);
       Kokkos::parallel_for("kdforge::distributed::knn_rows", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            KnnRowCount<decltype(res.indices), decltype(res.sq_distances), Kokkos::View<T*, MS>,
                                        decltype(offsets)>{res.indices, res.sq_distances, bounds, offsets});
       std::int64_t const total = scan_with_total(exec, offsets);
-      entries = backend::allocate<Kokkos::View<Neighbor<T, Index>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
-      if (s.has_ids)
-        ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
+      entries = s.scratch.template take<Kokkos::View<Neighbor<T, Index>*, MS>>("kdforge::distributed::rows", total);
+      if (s.has_ids) ids = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::row_ids", total);
       constexpr bool per_query = per_query_rows<Exec>();
       Kokkos::parallel_for("kdforge::distributed::knn_fill",
                            Kokkos::RangePolicy<Exec>(exec, 0, per_query ? n : n * std::int64_t(k)),
@@ -616,7 +623,7 @@ struct Call {
       exec.fence();
     });
     s.stats.local_s += lap();
-    auto back = send_back(exec, s.comm, r, counts32, offsets, entries, ids, true, s.has_ids, traffic);
+    auto back = send_back(exec, s.comm, r, counts32, offsets, entries, ids, true, s.has_ids, traffic, s.scratch);
     s.stats.return_s += lap();
     return back;
   }
@@ -671,10 +678,10 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     auto recv1 = call.template forward<Point<T, D>>(r1, MakePoint<MS, T, D>{q});
     auto back1 = call.knn_rows(r1, recv1, Kokkos::View<T*, MS>(), k, options);
     RowsT phase1;
-    detail::ensure_extents(phase1.ranks, "kdforge::distributed::knn::phase1", m, k);
-    detail::ensure_extents(phase1.indices, "kdforge::distributed::knn::phase1", m, k);
-    detail::ensure_extents(phase1.keys, "kdforge::distributed::knn::phase1", m, k);
-    detail::ensure_extents(phase1.d, "kdforge::distributed::knn::phase1", m, k);
+    phase1.ranks = s.scratch.template take<decltype(phase1.ranks)>("kdforge::distributed::knn::phase1", m, k);
+    phase1.indices = s.scratch.template take<decltype(phase1.indices)>("kdforge::distributed::knn::phase1", m, k);
+    phase1.keys = s.scratch.template take<decltype(phase1.keys)>("kdforge::distributed::knn::phase1", m, k);
+    phase1.d = s.scratch.template take<decltype(phase1.d)>("kdforge::distributed::knn::phase1", m, k);
     merge_knn(exec, call.runs(r1, back1), RowsT{}, phase1, m, k);
     s.stats.merge_s += call.lap();
 
@@ -683,8 +690,8 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     auto r2 = call.route(rule2, m);
     auto recv2 = call.template forward<PointBound<T, D>>(r2, MakePointBound<MS, T, D, Index>{rule2});
     std::int64_t const n2 = std::int64_t(recv2.extent(0));
-    PV points2(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::points2"), n2);
-    auto bounds2 = backend::allocate<Kokkos::View<T*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::bounds2"), n2);
+    PV points2 = s.scratch.template take<PV>("kdforge::distributed::points2", n2);
+    auto bounds2 = s.scratch.template take<Kokkos::View<T*, MS>>("kdforge::distributed::bounds2", n2);
     Kokkos::parallel_for("kdforge::distributed::unpack", Kokkos::RangePolicy<Exec>(exec, 0, n2),
                          Unpack<decltype(recv2), PV, decltype(bounds2)>{recv2, points2, bounds2});
     auto back2 = call.knn_rows(r2, points2, bounds2, k, options);
@@ -792,13 +799,15 @@ void radius_count(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, 
     s.comm.collectively([&] {
       RadiusOptions o = options;
       o.check_queries = false;
+      local = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::radius_counts",
+                                                                       std::int64_t(recv.extent(0)));
       kdforge::radius_count(exec, s.tree, recv, radius, local, o, s.workspace);
       exec.fence();
     });
     s.stats.local_s += call.lap();
     auto back = distributed::send_back(exec, s.comm, r, local, Kokkos::View<std::int64_t*, MS>(),
                                        Kokkos::View<Neighbor<T, Index>*, MS>(), Kokkos::View<std::int64_t*, MS>(), false,
-                                       false, call.traffic);
+                                       false, call.traffic, s.scratch);
     s.stats.return_s += call.lap();
     auto res = counts; // written after the agreement, as in knn
     detail::ensure_extents(res, "kdforge::distributed::radius::counts", m);
@@ -846,27 +855,28 @@ void radius_search(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
     auto recv = call.template forward<Point<T, D>>(r, distributed::MakePoint<MS, T, D>{q});
     std::int64_t const n = std::int64_t(recv.extent(0));
     bool const sorted = options.sort || options.max_neighbors >= 0;
-    auto row_counts = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_counts"), n);
+    Kokkos::View<std::int64_t*, MS> row_counts;
     Kokkos::View<std::int64_t*, MS> row_offsets;
     Kokkos::View<Neighbor<T, Index>*, MS> entries;
     Kokkos::View<std::int64_t*, MS> ids;
     s.comm.collectively([&] {
+      row_counts = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::row_counts", n);
       RadiusOptions o = options;
       o.check_queries = false;
       o.sort = sorted; // each rank's part sorted, for the merge
       RadiusResultFor<Exec, LocalTree> res;
       kdforge::radius_search(exec, s.tree, recv, radius, res, o, s.workspace);
       std::int64_t const total = std::int64_t(res.indices.extent(0));
-      entries = backend::allocate<Kokkos::View<Neighbor<T, Index>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::rows"), total);
-      if (s.has_ids)
-        ids = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::distributed::row_ids"), total);
+      entries = s.scratch.template take<Kokkos::View<Neighbor<T, Index>*, MS>>("kdforge::distributed::rows", total);
+      if (s.has_ids) ids = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::row_ids", total);
       Kokkos::parallel_for("kdforge::distributed::radius_rows", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            distributed::RadiusRowFill<MS, T, Index, decltype(res)>{res, call.local_ids(), entries, ids, row_counts});
       row_offsets = res.offsets;
       exec.fence();
     });
     s.stats.local_s += call.lap();
-    auto back = distributed::send_back(exec, s.comm, r, row_counts, row_offsets, entries, ids, true, s.has_ids, call.traffic);
+    auto back = distributed::send_back(exec, s.comm, r, row_counts, row_offsets, entries, ids, true, s.has_ids,
+                                       call.traffic, s.scratch);
     s.stats.return_s += call.lap();
     auto runs = call.runs(r, back);
     // new Views throughout, assigned to `out` once filled

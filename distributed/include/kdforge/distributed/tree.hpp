@@ -23,6 +23,7 @@
 #include <kdforge/build_left_balanced.hpp>
 #include <kdforge/distributed/communicator.hpp>
 #include <kdforge/distributed/results.hpp>
+#include <kdforge/distributed/scratch.hpp>
 #include <kdforge/distributed/top.hpp>
 #include <kdforge/kernels/common/points.hpp>
 #include <kdforge/kernels/trees/concept.hpp>
@@ -73,6 +74,7 @@ struct State {
   Kokkos::View<std::int64_t*, MemorySpace> ids;
   bool has_ids = false;
   QueryWorkspace<MemorySpace> workspace;
+  Scratch<MemorySpace> scratch; // the calls' buffers (scratch.hpp)
   DistributedStats stats;
   double build_local_s = 0, build_top_s = 0;
 };
@@ -132,6 +134,17 @@ public:
   MpiTransport transport() const { return m_state->comm.transport(); }
   /// This rank's timings and traffic of the last query call.
   DistributedStats const& last_stats() const { return m_state->stats; }
+  /// Bytes this rank keeps between query calls: the buffers of the calls
+  /// (routes, exchanges, rows; each grown to the largest call so far, so
+  /// that repeated calls allocate nothing but what their results need) and
+  /// the local queries' workspace.
+  std::size_t scratch_bytes() const { return m_state->scratch.bytes() + m_state->workspace.bytes(); }
+  /// Frees what scratch_bytes() counts on this rank (not collective); the
+  /// next call allocates it again.
+  void release_scratch() const {
+    m_state->scratch.release();
+    m_state->workspace.release();
+  }
   /// This rank's seconds for its local build and for the top (all-gathers).
   double build_local_seconds() const { return m_state->build_local_s; }
   double build_top_seconds() const { return m_state->build_top_s; }
