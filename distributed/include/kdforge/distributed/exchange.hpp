@@ -201,7 +201,8 @@ template <class In, class Out>
 struct Widen {
   In in;
   Out out;
-  KOKKOS_FUNCTION void operator()(std::int64_t i) const { out(i) = std::int64_t(in(i)); }
+  // a negative count: a row its own rank wrote in place (no entries)
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const { out(i) = in(i) < 0 ? 0 : std::int64_t(in(i)); }
 };
 
 template <class Offsets, class Displ, class Out>

@@ -18,7 +18,9 @@
 // neighbours that precede it (binary search): no sort, the same on every
 // backend. A query whose rows come from one rank alone (in phase 2: from
 // none), nearly every query where queries are owned where their points
-// are, needs no merge: its row is copied (CopyKnn).
+// are, needs no merge: its row is copied (CopyKnn), and in phase 1 a
+// query a rank sends itself alone goes from the local kNN straight into
+// the phase-1 rows (SelfRows), with no entries returned.
 // Distances are those of the local walks (kernels' sq_distance), the same
 // bits as one tree computes. Box tests are never above a point's
 // computed distance (top.hpp), and bounds are inclusive, so a tie at the
@@ -81,6 +83,12 @@ struct Runs {
   Kokkos::View<Neighbor<T, Index>*, MS> entries;
   Kokkos::View<std::int64_t*, MS> ids; // empty: keys from offsets
   Kokkos::View<std::int64_t*, MS> offsets; // global offset of each rank
+  Kokkos::View<std::int32_t*, MS> counts; // by send position (kNN only; empty for radius)
+  /// Whether the pair's rank wrote its row straight into the phase-1 rows
+  /// (its own queries with one source: SelfRows), returning no entries.
+  KOKKOS_INLINE_FUNCTION bool in_place(std::int64_t pair) const {
+    return counts.extent(0) && counts(position(pair)) < 0;
+  }
   KOKKOS_INLINE_FUNCTION std::int64_t begin(std::int64_t pair) const { return entry_offsets(position(pair)); }
   KOKKOS_INLINE_FUNCTION std::int64_t length(std::int64_t pair) const {
     std::int64_t const s = position(pair);
@@ -173,11 +181,16 @@ struct CopyKnn {
     else if (runs.query_offsets(i + 1) > a0 && t < runs.length(a0)) out.set(i, t, runs.get(a0, runs.begin(a0), t));
     else out.set(i, t, missing<T, Index>());
   }
+  KOKKOS_INLINE_FUNCTION bool copied(std::int64_t i) const {
+    if (!single_source(runs, prior, i)) return false;
+    std::int64_t const a0 = runs.query_offsets(i);
+    return prior.ranks.extent(0) || runs.query_offsets(i + 1) == a0 || !runs.in_place(a0);
+  }
   KOKKOS_FUNCTION void operator()(std::int64_t w) const {
     if (per_query) {
-      if (single_source(runs, prior, w))
+      if (copied(w))
         for (std::int64_t t = 0; t < k; ++t) copy(w, t);
-    } else if (single_source(runs, prior, w / k)) {
+    } else if (copied(w / k)) {
       copy(w / k, w % k);
     }
   }
@@ -427,6 +440,7 @@ struct KnnRowCount {
   Dist dist;
   Bounds bounds; // empty: no bound
   Counts counts;
+  Kokkos::View<std::int8_t*, typename Counts::memory_space> in_place; // empty: none
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     using T = typename Dist::non_const_value_type;
     std::int64_t const k = std::int64_t(idx.extent(1));
@@ -434,6 +448,7 @@ struct KnnRowCount {
     std::int64_t c = 0;
     while (c < k && idx(j, c) >= 0 && dist(j, c) <= b) ++c;
     counts(j) = c;
+    if (in_place.extent(0)) in_place(j) = 0;
   }
 };
 
@@ -457,7 +472,11 @@ struct KnnRowFill {
   Kokkos::View<Neighbor<T, Index>*, MS> entries;
   Kokkos::View<std::int64_t*, MS> entry_ids;
   Kokkos::View<std::int32_t*, MS> counts32;
+  Kokkos::View<std::int8_t*, MS> in_place; // empty: none
   bool per_query;
+  KOKKOS_INLINE_FUNCTION std::int32_t count(std::int64_t j, std::int64_t n) const {
+    return in_place.extent(0) && in_place(j) ? -1 : std::int32_t(n);
+  }
   KOKKOS_INLINE_FUNCTION void fill(std::int64_t j, std::int64_t c, std::int64_t b) const {
     Index const pos = idx(j, c);
     entries(b + c) = Neighbor<T, Index>{dist(j, c), local.index(pos)};
@@ -468,13 +487,74 @@ struct KnnRowFill {
     std::int64_t const j = per_query ? w : w / k;
     std::int64_t const b = offsets(j), n = offsets(j + 1) - b;
     if (per_query) {
-      counts32(j) = std::int32_t(n);
+      counts32(j) = count(j, n);
       for (std::int64_t c = 0; c < n; ++c) fill(j, c, b);
       return;
     }
     std::int64_t const c = w % k;
-    if (c == 0) counts32(j) = std::int32_t(n);
+    if (c == 0) counts32(j) = count(j, n);
     if (c < n) fill(j, c, b);
+  }
+};
+
+/// Phase 1, the queries this rank sent itself that have no other source:
+/// their rows go straight from the local kNN into the phase-1 rows (what
+/// the fill, the return to itself and the copy would have put there), and
+/// their returned rows are left empty (count -1: Runs::in_place). Where
+/// queries are owned where their points are, that is nearly every row. A
+/// thread per entry on a GPU, per row on CPU cores (CopyKnn says why).
+template <class MS, class T, class Index, class Idx, class Dist>
+struct SelfRows {
+  Idx idx;
+  Dist dist;
+  Kokkos::View<std::int64_t*, MS> counts; // valid entries per received row (before the scan)
+  Kokkos::View<std::int8_t*, MS> in_place;
+  Kokkos::View<std::int64_t*, MS> query_offsets, sorted, pair_query;
+  std::int64_t recv_at, send_at; // the self block's first row, and its first send position
+  LocalIds<MS, Index> local;
+  Kokkos::View<std::int64_t*, MS> global_offsets;
+  std::int32_t me;
+  Rows<MS, T, Index> rows;
+  bool per_query;
+  KOKKOS_INLINE_FUNCTION std::int64_t query(std::int64_t j) const {
+    std::int64_t const q = pair_query(sorted(send_at + j));
+    return query_offsets(q + 1) - query_offsets(q) == 1 ? q : -1;
+  }
+  KOKKOS_INLINE_FUNCTION void put(std::int64_t jr, std::int64_t q, std::int64_t t, std::int64_t n) const {
+    if (t >= n) {
+      rows.set(q, t, missing<T, Index>());
+      return;
+    }
+    Index const pos = idx(jr, t);
+    std::int64_t const key = local.ids.extent(0) ? local.ids(pos) : global_offsets(me) + std::int64_t(local.index(pos));
+    rows.set(q, t, Candidate<T, Index>{dist(jr, t), key, me, local.index(pos)});
+  }
+  KOKKOS_FUNCTION void operator()(std::int64_t w) const {
+    std::int64_t const k = std::int64_t(idx.extent(1));
+    std::int64_t const j = per_query ? w : w / k, jr = recv_at + j;
+    std::int64_t const q = query(j);
+    if (q < 0) return;
+    std::int64_t const n = counts(jr);
+    if (per_query) {
+      for (std::int64_t t = 0; t < k; ++t) put(jr, q, t, n);
+    } else {
+      put(jr, q, w % k, n);
+    }
+  }
+};
+
+/// After SelfRows (a thread per row): the rows it wrote return no entries.
+template <class MS>
+struct SelfRowsDone {
+  Kokkos::View<std::int64_t*, MS> counts;
+  Kokkos::View<std::int8_t*, MS> in_place;
+  Kokkos::View<std::int64_t*, MS> query_offsets, sorted, pair_query;
+  std::int64_t recv_at, send_at;
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    std::int64_t const q = pair_query(sorted(send_at + j));
+    if (query_offsets(q + 1) - query_offsets(q) != 1) return;
+    counts(recv_at + j) = 0;
+    in_place(recv_at + j) = 1;
   }
 };
 
@@ -583,17 +663,20 @@ struct Call {
   }
 
   Runs<MS, T, Index> runs(Routes<MS> const& r, Returned<MS, T, Index, std::int32_t> const& b) const {
-    return {r.query_offsets, r.dest, r.position, b.offsets, b.entries, b.ids, s.offsets};
+    return {r.query_offsets, r.dest, r.position, b.offsets, b.entries, b.ids, s.offsets, b.counts};
   }
   Runs<MS, T, Index> runs(Routes<MS> const& r, Returned<MS, T, Index, std::int64_t> const& b) const {
-    return {r.query_offsets, r.dest, r.position, b.offsets, b.entries, b.ids, s.offsets};
+    return {r.query_offsets, r.dest, r.position, b.offsets, b.entries, b.ids, s.offsets, {}};
   }
 
   /// Local kNN of the received points and their rows (within `bounds`
-  /// where given), returned to the senders.
+  /// where given), returned to the senders. With `direct` (phase 1), the
+  /// rows of this rank's own single-source queries go straight there
+  /// (SelfRows) and return empty.
   Returned<MS, T, Index, std::int32_t> knn_rows(Routes<MS> const& r, PV const& points,
                                                 Kokkos::View<T*, MS> const& bounds, int k,
-                                                QueryOptions const& options) {
+                                                QueryOptions const& options,
+                                                Rows<MS, T, Index> const* direct = nullptr) {
     std::int64_t const n = std::int64_t(points.extent(0));
     Kokkos::View<std::int32_t*, MS> counts32;
     Kokkos::View<std::int64_t*, MS> offsets;
@@ -608,18 +691,40 @@ struct Call {
       res.indices = s.scratch.template take<decltype(res.indices)>("kdforge::distributed::local_indices", n, k);
       res.sq_distances =
           s.scratch.template take<decltype(res.sq_distances)>("kdforge::distributed::local_sq_distances", n, k);
+      Kokkos::View<std::int8_t*, MS> in_place;
+      if (direct) in_place = s.scratch.template take<Kokkos::View<std::int8_t*, MS>>("kdforge::distributed::in_place", n);
       kdforge::knn(exec, s.tree, points, k, res, o, s.workspace);
       Kokkos::parallel_for("kdforge::distributed::knn_rows", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            KnnRowCount<decltype(res.indices), decltype(res.sq_distances), Kokkos::View<T*, MS>,
-                                       decltype(offsets)>{res.indices, res.sq_distances, bounds, offsets});
+                                       decltype(offsets)>{res.indices, res.sq_distances, bounds, offsets, in_place});
+      constexpr bool per_query = per_query_rows<Exec>();
+      if (direct) {
+        int const me = s.comm.rank();
+        std::int64_t send_at = 0, recv_at = 0;
+        for (int p = 0; p < me; ++p) {
+          send_at += r.send_counts[std::size_t(p)];
+          recv_at += r.recv_counts[std::size_t(p)];
+        }
+        std::int64_t const self = r.send_counts[std::size_t(me)];
+        if (self > 0) {
+          Kokkos::parallel_for("kdforge::distributed::self_rows",
+                               Kokkos::RangePolicy<Exec>(exec, 0, per_query ? self : self * std::int64_t(k)),
+                               SelfRows<MS, T, Index, decltype(res.indices), decltype(res.sq_distances)>{
+                                   res.indices, res.sq_distances, offsets, in_place, r.query_offsets, r.sorted,
+                                   r.pair_query, recv_at, send_at, local_ids(), s.offsets, me, *direct, per_query});
+          Kokkos::parallel_for("kdforge::distributed::self_rows_done", Kokkos::RangePolicy<Exec>(exec, 0, self),
+                               SelfRowsDone<MS>{offsets, in_place, r.query_offsets, r.sorted, r.pair_query, recv_at,
+                                                send_at});
+        }
+      }
       std::int64_t const total = scan_with_total(exec, offsets);
       entries = s.scratch.template take<Kokkos::View<Neighbor<T, Index>*, MS>>("kdforge::distributed::rows", total);
       if (s.has_ids) ids = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::row_ids", total);
-      constexpr bool per_query = per_query_rows<Exec>();
       Kokkos::parallel_for("kdforge::distributed::knn_fill",
                            Kokkos::RangePolicy<Exec>(exec, 0, per_query ? n : n * std::int64_t(k)),
                            KnnRowFill<MS, T, Index, decltype(res.indices), decltype(res.sq_distances)>{
-                               res.indices, res.sq_distances, offsets, local_ids(), entries, ids, counts32, per_query});
+                               res.indices, res.sq_distances, offsets, local_ids(), entries, ids, counts32, in_place,
+                               per_query});
       exec.fence();
     });
     s.stats.local_s += lap();
@@ -676,12 +781,12 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     // phase 1: the nearest ranks
     auto r1 = call.route(NearestRule<MS, T, D>{top, q, k, sq_cutoff}, m);
     auto recv1 = call.template forward<Point<T, D>>(r1, MakePoint<MS, T, D>{q});
-    auto back1 = call.knn_rows(r1, recv1, Kokkos::View<T*, MS>(), k, options);
     RowsT phase1;
     phase1.ranks = s.scratch.template take<decltype(phase1.ranks)>("kdforge::distributed::knn::phase1", m, k);
     phase1.indices = s.scratch.template take<decltype(phase1.indices)>("kdforge::distributed::knn::phase1", m, k);
     phase1.keys = s.scratch.template take<decltype(phase1.keys)>("kdforge::distributed::knn::phase1", m, k);
     phase1.d = s.scratch.template take<decltype(phase1.d)>("kdforge::distributed::knn::phase1", m, k);
+    auto back1 = call.knn_rows(r1, recv1, Kokkos::View<T*, MS>(), k, options, &phase1);
     merge_knn(exec, call.runs(r1, back1), RowsT{}, phase1, m, k);
     s.stats.merge_s += call.lap();
 
