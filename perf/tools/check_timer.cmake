@@ -15,7 +15,8 @@ message("${table}")
 foreach(re "^# kdforge-kernel-timer" "\nregion\tkind\tcalls\ttotal_ms\tmean_us\tbytes\tname\n"
            "\nkdforge::knn\tfor\t[1-9][0-9]*\t[0-9.]+\t[0-9.]+\t0\tkdforge::knn::k4\n"
            "\nkdforge::knn\tregion\t[1-9][0-9]*\t[0-9.]+\t[0-9.]+\t0\tkdforge::knn\n"
-           "\nkdforge::knn\thost\t[1-9][0-9]*\t" "\talloc\t[1-9][0-9]*\t0.000\t0.0\t[1-9][0-9]*\t")
+           "\nkdforge::knn\thost\t[1-9][0-9]*\t" "\talloc\t[1-9][0-9]*\t0.000\t0.0\t[1-9][0-9]*\t"
+           "\tcopy\t[1-9][0-9]*\t[0-9.]+\t[0-9.]+\t[1-9][0-9]*\t")
   if(NOT table MATCHES "${re}")
     message(FATAL_ERROR "the table does not match '${re}'")
   endif()

@@ -10,7 +10,7 @@
 // and nothing overlaps. The time between two of them, on the host (launch
 // gaps, allocation and deallocation, MPI, CUB calls, host loops), is
 // counted as "host" under the innermost profiling region. Allocations are
-// counted per label. Synchronising after every kernel adds its own cost
+// counted per label; allocations and copies carry their bytes. Synchronising after every kernel adds its own cost
 // (tens of microseconds per launch on a GPU): the times say where the time
 // goes, not the program's speed, which the program's own timers measure
 // without the tool.
@@ -45,6 +45,7 @@ struct Stat {
 struct Open {
   std::string kind, name;
   Clock::time_point start;
+  std::uint64_t bytes = 0; // a deep copy's
 };
 
 struct Timer {
@@ -84,7 +85,7 @@ struct Timer {
   }
   void end(Open const& o) {
     auto const now = synced();
-    add(o.kind, o.name, std::chrono::duration<double>(now - o.start).count());
+    add(o.kind, o.name, std::chrono::duration<double>(now - o.start).count(), o.bytes);
     last_end = now;
   }
   void begin_kernel(char const* kind, char const* name, std::uint64_t* id) {
@@ -171,8 +172,7 @@ void kokkosp_begin_deep_copy(SpaceHandle dst_space, char const* dst, void const*
   std::lock_guard<std::mutex> g(timer->lock);
   std::string name = std::string(dst_space.name) + " " + (dst && *dst ? dst : "?") + " <- " + src_space.name + " " +
                      (src && *src ? src : "?");
-  (void)bytes;
-  timer->copies.push_back(Open{"copy", name, timer->begin()});
+  timer->copies.push_back(Open{"copy", name, timer->begin(), bytes});
 }
 void kokkosp_end_deep_copy() {
   std::lock_guard<std::mutex> g(timer->lock);
