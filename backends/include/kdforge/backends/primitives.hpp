@@ -141,7 +141,28 @@ template <class Exec, class T, class W>
 void exclusive_scan_async_impl(Exec const& exec, T const* in, T* out, std::size_t n, W&) {
   exclusive_scan_impl(exec, in, out, n);
 }
+template <class Exec, class T, class W>
+T exclusive_scan_impl(Exec const& exec, T const* in, T* out, std::size_t n, W&) {
+  return exclusive_scan_impl(exec, in, out, n);
+}
 } // namespace detail
+
+/// exclusive_scan with the vendor scan's temporary storage in `workspace`
+/// (grown as needed, kept by the caller), so that repeated scans allocate
+/// nothing. Fences `exec` and returns the total, as exclusive_scan does.
+template <class Exec, class InView, class OutView>
+typename OutView::value_type exclusive_scan(Exec const& exec, InView const& in, OutView const& out,
+                                            Kokkos::View<char*, typename Exec::memory_space>& workspace) {
+  using T = typename OutView::value_type;
+  static_assert(std::is_same<typename InView::non_const_value_type, T>::value,
+                "kdforge::backend::exclusive_scan: in and out must hold the same type");
+  static_assert(std::is_arithmetic<T>::value, "kdforge::backend::exclusive_scan: arithmetic values only");
+  detail::check_view<Exec>(in, "exclusive_scan: in");
+  detail::check_view<Exec>(out, "exclusive_scan: out");
+  KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan", "in and out differ in length");
+  kdforge::detail::Region region("kdforge::backend::exclusive_scan");
+  return detail::exclusive_scan_impl(exec, in.data(), out.data(), in.extent(0), workspace);
+}
 
 /// out(i) = in(0) + ... + in(i-1), in place allowed, without returning the
 /// total: no fence on GPUs, so repeated scans (the split-and-sort builder

@@ -116,12 +116,14 @@ struct SetLast {
   KOKKOS_FUNCTION void operator()(std::int64_t) const { offsets(index) = value; }
 };
 
-/// offsets(m) = total after an exclusive scan of offsets(0 .. m-1).
+/// offsets(m) = total after an exclusive scan of offsets(0 .. m-1), with
+/// the vendor scan's storage in `vendor` (Scratch::vendor).
 template <class Exec, class V>
-std::int64_t scan_with_total(Exec const& exec, V const& offsets) {
+std::int64_t scan_with_total(Exec const& exec, V const& offsets,
+                             Kokkos::View<char*, typename Exec::memory_space>& vendor) {
   std::int64_t const m = std::int64_t(offsets.extent(0)) - 1;
   auto head = Kokkos::subview(offsets, std::make_pair(std::int64_t(0), m));
-  std::int64_t const total = backend::exclusive_scan(exec, head, head);
+  std::int64_t const total = backend::exclusive_scan(exec, head, head, vendor);
   Kokkos::parallel_for("kdforge::distributed::scan_total", Kokkos::RangePolicy<Exec>(exec, 0, 1),
                        SetLast<V>{offsets, m, total});
   return total;
@@ -137,7 +139,7 @@ Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rul
   r.query_offsets = scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::query_offsets", m + 1);
   Kokkos::parallel_for("kdforge::distributed::route_count", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        RouteCount<Rule, decltype(r.query_offsets)>{rule, r.query_offsets});
-  r.pairs = scan_with_total(exec, r.query_offsets);
+  r.pairs = scan_with_total(exec, r.query_offsets, scratch.vendor());
   auto alloc = [&](auto& v, char const* label) {
     using V = std::decay_t<decltype(v)>;
     v = scratch.template take<V>(label, r.pairs);
@@ -152,7 +154,8 @@ Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rul
   if (P > 1 && r.pairs > 1) {
     int bits = 1;
     while ((1 << bits) < P) ++bits;
-    backend::sort_by_key(exec, keys, r.sorted, 0, bits); // stable: each rank's queries stay in order
+    // stable: each rank's queries stay in order; the fence below waits for it
+    backend::sort_by_key_async(exec, keys, r.sorted, scratch.vendor(), 0, bits);
   }
   Kokkos::parallel_for("kdforge::distributed::route_index", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
                        RouteIndex<MS>{r.sorted, r.position});
@@ -250,7 +253,7 @@ Returned<MS, T, Index, Count> send_back(Exec const& exec, Communicator<MS>& comm
   back.offsets = scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::back_offsets", r.pairs + 1);
   Kokkos::parallel_for("kdforge::distributed::widen", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
                        Widen<decltype(back.counts), decltype(back.offsets)>{back.counts, back.offsets});
-  scan_with_total(exec, back.offsets);
+  scan_with_total(exec, back.offsets, scratch.vendor());
   auto const send_entries = block_entries(exec, row_offsets, r.recv_counts, scratch);
   auto const recv_entries = block_entries(exec, back.offsets, r.send_counts, scratch);
   back.entries =

@@ -717,7 +717,7 @@ struct Call {
                                                 send_at});
         }
       }
-      std::int64_t const total = scan_with_total(exec, offsets);
+      std::int64_t const total = scan_with_total(exec, offsets, s.scratch.vendor());
       entries = s.scratch.template take<Kokkos::View<Neighbor<T, Index>*, MS>>("kdforge::distributed::rows", total);
       if (s.has_ids) ids = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::row_ids", total);
       Kokkos::parallel_for("kdforge::distributed::knn_fill",
@@ -993,7 +993,7 @@ void radius_search(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
     sized(res.offsets, "kdforge::distributed::radius::offsets", m + 1);
     Kokkos::parallel_for("kdforge::distributed::radius_lengths", Kokkos::RangePolicy<Exec>(exec, 0, m),
                          distributed::MergeRadiusCount<MS, T, Index>{runs, options.max_neighbors, res.offsets});
-    std::int64_t const total = distributed::scan_with_total(exec, res.offsets);
+    std::int64_t const total = distributed::scan_with_total(exec, res.offsets, s.scratch.vendor());
     sized(res.ranks, "kdforge::distributed::radius::ranks", total);
     sized(res.indices, "kdforge::distributed::radius::indices", total);
     sized(res.global_indices, "kdforge::distributed::radius::global_indices", total);

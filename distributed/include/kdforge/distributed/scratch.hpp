@@ -52,21 +52,29 @@ public:
     return V(reinterpret_cast<typename V::pointer_type>(slot.data()), std::size_t(extents)...);
   }
 
+  /// The temporary storage of the vendor sorts and scans (CUB's on GPUs;
+  /// unused on CPUs), grown by them as needed. Each user waits for its sort
+  /// or scan to finish before the next one may grow it (the scans return
+  /// their totals; the routes' sort is fenced before the route returns).
+  Kokkos::View<char*, MemorySpace>& vendor() { return m_vendor; }
+
   /// Bytes held.
   std::size_t bytes() const {
-    std::size_t b = 0;
+    std::size_t b = m_vendor.span();
     for (auto const& s : m_slots) b += s.span();
     return b;
   }
   /// Frees every slot (the next call allocates again).
   void release() {
     m_slots.clear();
+    m_vendor = Buffer();
     m_next = 0;
   }
 
 private:
   using Buffer = Kokkos::View<char*, MemorySpace>;
   std::vector<Buffer> m_slots;
+  Buffer m_vendor;
   std::size_t m_next = 0;
 };
 

@@ -128,19 +128,26 @@ void segmented_sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std:
 }
 
 template <class T>
-T exclusive_scan_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n) {
+T exclusive_scan_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n,
+                      Kokkos::View<char*, Kokkos::CudaSpace>& workspace) {
   if (n == 0) return T(0);
   CubItems const num = cub_num_items(n);
   T last_in{};
   cuda_check(cudaMemcpyAsync(&last_in, in + (n - 1), sizeof(T), cudaMemcpyDeviceToHost, exec.cuda_stream()), "cudaMemcpyAsync");
   std::size_t bytes = 0;
   cuda_check(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, num, exec.cuda_stream()), "cub::DeviceScan::ExclusiveSum (size query)");
-  auto temp = cuda_temp_storage(bytes);
-  cuda_check(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, in, out, num, exec.cuda_stream()), "cub::DeviceScan::ExclusiveSum");
+  if (workspace.extent(0) < bytes) workspace = cuda_temp_storage(bytes);
+  cuda_check(cub::DeviceScan::ExclusiveSum(workspace.data(), bytes, in, out, num, exec.cuda_stream()), "cub::DeviceScan::ExclusiveSum");
   T last_out{};
   cuda_check(cudaMemcpyAsync(&last_out, out + (n - 1), sizeof(T), cudaMemcpyDeviceToHost, exec.cuda_stream()), "cudaMemcpyAsync");
   exec.fence();
   return last_out + last_in;
+}
+
+template <class T>
+T exclusive_scan_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n) {
+  Kokkos::View<char*, Kokkos::CudaSpace> workspace;
+  return exclusive_scan_impl(exec, in, out, n, workspace); // fenced: the workspace may go
 }
 
 template <class T>
