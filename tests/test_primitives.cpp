@@ -139,6 +139,28 @@ TEST_CASE_TEMPLATE("exclusive_scan returns the prefix sums and the total", Exec,
   }
 }
 
+TEST_CASE_TEMPLATE("exclusive_scan with a kept workspace: same sums, and a repeated scan allocates nothing", Exec,
+                   KDFORGE_TEST_SPACES) {
+  std::mt19937_64 rng(5);
+  Kokkos::View<char*, typename Exec::memory_space> workspace;
+  for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(1000), (std::size_t(1) << 20) + 3}) {
+    CAPTURE(n);
+    std::vector<std::int64_t> in(n);
+    for (auto& v : in) v = std::int64_t(rng() % 1000);
+    std::vector<std::int64_t> expected(n);
+    std::exclusive_scan(in.begin(), in.end(), expected.begin(), std::int64_t(0));
+    std::int64_t const total = std::accumulate(in.begin(), in.end(), std::int64_t(0));
+    auto din = to_device<Exec>(in, "in");
+    Kokkos::View<std::int64_t*, typename Exec::memory_space> dout("out", n);
+    CHECK(backend::exclusive_scan(Exec{}, din, dout, workspace) == total);
+    CHECK(to_host(dout) == expected);
+    std::int64_t const before = kdforge::detail::allocations_made();
+    CHECK(backend::exclusive_scan(Exec{}, din, din, workspace) == total); // in place, the same size again
+    CHECK(kdforge::detail::allocations_made() == before);
+    CHECK(to_host(din) == expected);
+  }
+}
+
 TEST_CASE_TEMPLATE("bounding_box of points", Exec, KDFORGE_TEST_SPACES) {
   auto pts = test::make_points<float, 3>(100003, test::Distribution::clustered, 11);
   Box<float, 3> ref = Box<float, 3>::empty();
