@@ -605,3 +605,52 @@ TEST_CASE("distributed tree: repeated calls reuse the tree's buffers, and releas
   CHECK(bytes_of(nn.global_indices) + bytes_of(nn.sq_distances) == first);
   check_all(tree, ref, queries, "after release_scratch", 0.1f);
 }
+
+// A rule that sends query i to i % 7 ranks (some more than once): more
+// destinations than the count pass keeps (route_cached) for some queries.
+struct ManyDestinations {
+  int P;
+  template <class Emit>
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, Emit& emit) const {
+    for (std::int64_t j = 0; j < i % 7; ++j) emit(int((i + j) % P));
+  }
+};
+
+TEST_CASE("distributed routes: queries with more destinations than the count pass keeps") {
+  static_assert(kdforge::distributed::route_cached < 6, "the rule must exceed what the count pass keeps");
+  Exec exec;
+  kdforge::distributed::Communicator<MS> comm(MPI_COMM_WORLD, kdforge::GpuAwareMpi::automatic);
+  kdforge::distributed::Scratch<MS> scratch;
+  int const P = comm_size();
+  std::int64_t const m = 1000;
+  for (int call = 0; call < 2; ++call) { // the second with the kept buffers
+    scratch.begin();
+    auto const r = kdforge::distributed::route(exec, comm, ManyDestinations{P}, m, scratch);
+    auto const offsets = host(r.query_offsets);
+    auto const dest = host(r.dest);
+    auto const pair_query = host(r.pair_query);
+    auto const sorted = host(r.sorted);
+    auto const position = host(r.position);
+    bool rows = true;
+    std::vector<std::int64_t> per_rank(std::size_t(P), 0);
+    for (std::int64_t i = 0; i < m; ++i) {
+      rows = rows && offsets(i + 1) - offsets(i) == i % 7;
+      for (std::int64_t j = 0; j < i % 7; ++j) {
+        std::int64_t const pos = offsets(i) + j;
+        rows = rows && dest(pos) == int((i + j) % P) && pair_query(pos) == i;
+        ++per_rank[std::size_t((i + j) % P)];
+      }
+    }
+    CHECK(rows);
+    CHECK(r.pairs == offsets(m));
+    CHECK(r.send_counts == per_rank);
+    // sorted by rank, stably: each rank's pairs in pair order
+    bool order = true;
+    for (std::int64_t s = 0; s + 1 < r.pairs; ++s) {
+      std::int64_t const a = sorted(s), b = sorted(s + 1);
+      order = order && (dest(a) < dest(b) || (dest(a) == dest(b) && a < b));
+    }
+    for (std::int64_t s = 0; s < r.pairs; ++s) order = order && position(sorted(s)) == s;
+    CHECK(order);
+  }
+}

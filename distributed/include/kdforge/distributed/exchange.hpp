@@ -45,16 +45,27 @@ struct Routes {
   std::int64_t pairs = 0;
 };
 
-template <class Rule, class Counts>
+/// Destinations the count pass keeps per query, so that the fill pass
+/// copies them instead of asking the rule again (most queries have one or
+/// two; a rule tests every rank's boxes, so on many ranks it is most of
+/// the routing).
+inline constexpr int route_cached = 4;
+
+template <class Rule, class Counts, class MS>
 struct RouteCount {
   Rule rule;
   Counts counts;
+  Kokkos::View<std::int32_t*, MS> cache; // route_cached per query
   struct Counter {
+    std::int32_t* kept;
     std::int64_t n = 0;
-    KOKKOS_INLINE_FUNCTION void operator()(int) { ++n; }
+    KOKKOS_INLINE_FUNCTION void operator()(int p) {
+      if (n < route_cached) kept[n] = p;
+      ++n;
+    }
   };
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
-    Counter c;
+    Counter c{&cache(i * route_cached)};
     rule(i, c);
     counts(i) = c.n;
   }
@@ -79,9 +90,15 @@ struct RouteFill {
       ++pos;
     }
   };
+  Kokkos::View<std::int32_t*, MS> cache; // RouteCount's
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     Writer w{this, i, offsets(i)};
-    rule(i, w);
+    std::int64_t const n = offsets(i + 1) - offsets(i);
+    if (n <= route_cached) {
+      for (std::int64_t j = 0; j < n; ++j) w(cache(i * route_cached + j));
+    } else {
+      rule(i, w); // the same destinations in the same order: the rule is deterministic
+    }
   }
 };
 
@@ -137,8 +154,10 @@ Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rul
   int const P = comm.size();
   Routes<MS> r;
   r.query_offsets = scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::query_offsets", m + 1);
+  auto cache = scratch.template take<Kokkos::View<std::int32_t*, MS>>("kdforge::distributed::route_cache",
+                                                                      m * route_cached);
   Kokkos::parallel_for("kdforge::distributed::route_count", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       RouteCount<Rule, decltype(r.query_offsets)>{rule, r.query_offsets});
+                       RouteCount<Rule, decltype(r.query_offsets), MS>{rule, r.query_offsets, cache});
   r.pairs = scan_with_total(exec, r.query_offsets, scratch.vendor());
   auto alloc = [&](auto& v, char const* label) {
     using V = std::decay_t<decltype(v)>;
@@ -150,7 +169,7 @@ Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rul
   alloc(r.position, "kdforge::distributed::position");
   auto keys = scratch.template take<Kokkos::View<std::uint32_t*, MS>>("kdforge::distributed::keys", r.pairs);
   Kokkos::parallel_for("kdforge::distributed::route_fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       RouteFill<Rule, MS>{rule, r.query_offsets, r.dest, r.pair_query, keys, r.sorted});
+                       RouteFill<Rule, MS>{rule, r.query_offsets, r.dest, r.pair_query, keys, r.sorted, cache});
   if (P > 1 && r.pairs > 1) {
     int bits = 1;
     while ((1 << bits) < P) ++bits;
