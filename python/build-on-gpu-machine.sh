@@ -23,6 +23,8 @@
 #   BENCH_ARGS  bench.py's flags (default: its 1M x 1M, k = 8); "skip" skips it
 #   TEST_ARGS   pytest's flags (default -q); "skip" skips the tests
 #   JOBS        parallel compile jobs (default: all cores)
+#   CMAKE_ARGS  more arguments for the configure step, e.g.
+#               "-DKDFORGE_ENABLE_BLAS=OFF" to leave the host BLAS out
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 py=${PYTHON:-python3}
@@ -58,11 +60,12 @@ gen=()
 command -v ninja >/dev/null && [ ! -f "$build/CMakeCache.txt" ] && gen=(-G Ninja)
 
 echo "=== configure: $backend backend, Kokkos at $prefix, $("$pyexe" --version), pybind11 at $pybind11_dir"
+# shellcheck disable=SC2086
 cmake -S . -B "$build" "${gen[@]}" -DKDFORGE_BACKEND="$backend" -DCMAKE_BUILD_TYPE=Release \
       -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF "${compiler[@]}" \
       -DCMAKE_PROJECT_INCLUDE="$PWD/python/carried-kokkos.cmake" \
       -DKDFORGE_ENABLE_PYTHON=ON -DKDFORGE_PYTHON_INTERPRETER="$pyexe" -Dpybind11_DIR="$pybind11_dir" \
-      -DKDFORGE_ENABLE_TESTS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF
+      -DKDFORGE_ENABLE_TESTS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF ${CMAKE_ARGS:-}
 echo "=== build (the module: minutes with nvcc)"
 start=$(date +%s)
 cmake --build "$build" --target kdforge_python --parallel "$jobs"
