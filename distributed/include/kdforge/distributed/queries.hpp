@@ -352,6 +352,9 @@ struct NearestRule {
     while (have < k) {
       int best = -1, best_rot = top.P;
       T best_d = detail::infinity<T>();
+      // no rank can come before one at this distance: nearer ones were
+      // picked already, and ties go to the first in rotation order
+      T const floor_d = prev_d < T(0) ? T(0) : prev_d;
       for (int rot = 0; rot < top.P; ++rot) {
         int const p = (top.me + rot) % top.P;
         if (top.tree_sizes(p) == 0) continue;
@@ -362,6 +365,7 @@ struct NearestRule {
           best = p;
           best_d = d;
           best_rot = rot;
+          if (d == floor_d) break; // e.g. the query's own rank, at distance 0
         }
       }
       if (best < 0) break;
