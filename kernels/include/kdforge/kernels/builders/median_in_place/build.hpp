@@ -166,7 +166,7 @@ struct HistogramTeams {
       int const slot = s.slot(i);
       if (slot < 0) return;
       int const dg = digit(i, slot ? t1 : t0);
-      if (dg >= 0) Kokkos::atomic_increment(&h(slot * 256 + dg));
+      if (dg >= 0) Kokkos::atomic_add(&h(slot * 256 + dg), std::uint32_t(1)); // atomic_increment: deprecated in Kokkos 4
     });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 512), [&](int j) {

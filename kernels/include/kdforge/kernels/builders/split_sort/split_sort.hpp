@@ -141,7 +141,7 @@ struct HistogramTeams {
       std::int64_t const i = first + t;
       if (i == bc.lead || i == bc.split) return; // splitting elements stay where they are
       int const digit = int((keys(i) >> shift) & typename KV::value_type(base - 1));
-      Kokkos::atomic_increment(&h((i > bc.split ? base : 0) + digit));
+      Kokkos::atomic_add(&h((i > bc.split ? base : 0) + digit), std::uint32_t(1)); // atomic_increment: deprecated in Kokkos 4
     });
     m.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, 2 * base), [&](int t) {
