@@ -45,11 +45,11 @@ namespace kdforge::backend {
 
 namespace detail {
 template <class Exec, class View>
-void check_view(View const& v, char const* what) {
+void check_view(View const& v, char const* what, char const* part = "") {
   static_assert(View::rank == 1, "kdforge primitives take rank-1 Views");
   static_assert(Kokkos::SpaceAccessibility<Exec, typename View::memory_space>::accessible,
                 "kdforge primitives: the View's memory space is not accessible from the execution space");
-  KDFORGE_REQUIRE(v.span_is_contiguous(), "backend", what, " must be contiguous");
+  KDFORGE_REQUIRE(v.span_is_contiguous(), "backend", what, part, " must be contiguous");
 }
 } // namespace detail
 
@@ -120,22 +120,19 @@ void segmented_sort_by_key(Exec const& exec, KeyView const& keys, ValueView cons
                                      offsets.extent(0) - 1, begin_bit, end_bit);
 }
 
-/// out(i) = in(0) + ... + in(i-1); returns the sum of all of in. `out` may be
-/// `in`. Fences `exec` (the total is returned to the host).
+namespace detail {
+// The checks the scans share; `what` names the caller in messages.
 template <class Exec, class InView, class OutView>
-typename OutView::value_type exclusive_scan(Exec const& exec, InView const& in, OutView const& out) {
+void check_scan(InView const& in, OutView const& out, char const* what) {
   using T = typename OutView::value_type;
   static_assert(std::is_same<typename InView::non_const_value_type, T>::value,
                 "kdforge::backend::exclusive_scan: in and out must hold the same type");
   static_assert(std::is_arithmetic<T>::value, "kdforge::backend::exclusive_scan: arithmetic values only");
-  detail::check_view<Exec>(in, "exclusive_scan: in");
-  detail::check_view<Exec>(out, "exclusive_scan: out");
-  KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan", "in and out differ in length");
-  kdforge::detail::Region region("kdforge::backend::exclusive_scan");
-  return detail::exclusive_scan_impl(exec, in.data(), out.data(), in.extent(0));
+  check_view<Exec>(in, what, ": in");
+  check_view<Exec>(out, what, ": out");
+  KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend", what, ": in and out differ in length");
 }
 
-namespace detail {
 // Host backends scan synchronously; their workspace stays unused.
 template <class Exec, class T, class W>
 void exclusive_scan_async_impl(Exec const& exec, T const* in, T* out, std::size_t n, W&) {
@@ -153,15 +150,17 @@ T exclusive_scan_impl(Exec const& exec, T const* in, T* out, std::size_t n, W&) 
 template <class Exec, class InView, class OutView>
 typename OutView::value_type exclusive_scan(Exec const& exec, InView const& in, OutView const& out,
                                             Kokkos::View<char*, typename Exec::memory_space>& workspace) {
-  using T = typename OutView::value_type;
-  static_assert(std::is_same<typename InView::non_const_value_type, T>::value,
-                "kdforge::backend::exclusive_scan: in and out must hold the same type");
-  static_assert(std::is_arithmetic<T>::value, "kdforge::backend::exclusive_scan: arithmetic values only");
-  detail::check_view<Exec>(in, "exclusive_scan: in");
-  detail::check_view<Exec>(out, "exclusive_scan: out");
-  KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan", "in and out differ in length");
+  detail::check_scan<Exec>(in, out, "exclusive_scan");
   kdforge::detail::Region region("kdforge::backend::exclusive_scan");
   return detail::exclusive_scan_impl(exec, in.data(), out.data(), in.extent(0), workspace);
+}
+
+/// out(i) = in(0) + ... + in(i-1); returns the sum of all of in. `out` may be
+/// `in`. Fences `exec` (the total is returned to the host).
+template <class Exec, class InView, class OutView>
+typename OutView::value_type exclusive_scan(Exec const& exec, InView const& in, OutView const& out) {
+  Kokkos::View<char*, typename Exec::memory_space> workspace; // freed after the fence
+  return exclusive_scan(exec, in, out, workspace);
 }
 
 /// out(i) = in(0) + ... + in(i-1), in place allowed, without returning the
@@ -172,13 +171,7 @@ typename OutView::value_type exclusive_scan(Exec const& exec, InView const& in, 
 template <class Exec, class InView, class OutView>
 void exclusive_scan_async(Exec const& exec, InView const& in, OutView const& out,
                           Kokkos::View<char*, typename Exec::memory_space>& workspace) {
-  using T = typename OutView::value_type;
-  static_assert(std::is_same<typename InView::non_const_value_type, T>::value,
-                "kdforge::backend::exclusive_scan_async: in and out must hold the same type");
-  static_assert(std::is_arithmetic<T>::value, "kdforge::backend::exclusive_scan_async: arithmetic values only");
-  detail::check_view<Exec>(in, "exclusive_scan_async: in");
-  detail::check_view<Exec>(out, "exclusive_scan_async: out");
-  KDFORGE_REQUIRE(in.extent(0) == out.extent(0), "backend::exclusive_scan_async", "in and out differ in length");
+  detail::check_scan<Exec>(in, out, "exclusive_scan_async");
   kdforge::detail::Region region("kdforge::backend::exclusive_scan_async");
   detail::exclusive_scan_async_impl(exec, in.data(), out.data(), in.extent(0), workspace);
 }

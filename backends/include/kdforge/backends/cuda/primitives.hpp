@@ -145,12 +145,6 @@ T exclusive_scan_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t
 }
 
 template <class T>
-T exclusive_scan_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n) {
-  Kokkos::View<char*, Kokkos::CudaSpace> workspace;
-  return exclusive_scan_impl(exec, in, out, n, workspace); // fenced: the workspace may go
-}
-
-template <class T>
 void exclusive_scan_async_impl(Kokkos::Cuda const& exec, T const* in, T* out, std::size_t n,
                                Kokkos::View<char*, Kokkos::CudaSpace>& workspace) {
   if (n == 0) return;
