@@ -90,6 +90,11 @@ def verify(points, queries, rows, d, i, k, ref_d, ref_i):
 
 def main():
     a = parse()
+    # With OMP_PROC_BIND set, the OpenMP runtime binds this (the main) thread
+    # to one core when kdforge loads it, and threads started from it later
+    # (scipy's workers) inherit that core: scipy runs with the cores the
+    # process had before.
+    cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     import kdforge
 
     kdforge.initialize()
@@ -102,7 +107,7 @@ def main():
 
     print(f"# kdforge {kdforge.__version__} ({info['backend']}, concurrency {info['concurrency']}), "
           f"Python {platform.python_version()}, NumPy {np.__version__}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs")
+          f"{os.cpu_count()} CPUs" + (f" ({len(cores)} usable)" if cores is not None and len(cores) != os.cpu_count() else ""))
     print(f"# n = {a.n}, m = {a.m}, k = {a.k}, {a.dim}-D {a.dist} {a.dtype}, median of {a.reps} after a warm-up")
 
     scipy_spatial = None
@@ -166,6 +171,10 @@ def main():
                 del ctree
 
     if scipy_spatial is not None:
+        if cores is not None and os.sched_getaffinity(0) != cores:
+            print(f"# the OpenMP runtime bound the main thread to {len(os.sched_getaffinity(0))} of "
+                  f"{len(cores)} cores (OMP_PROC_BIND): scipy gets all {len(cores)} back")
+            os.sched_setaffinity(0, cores)
         build_s, stree = timed(lambda: scipy_spatial.cKDTree(pts), a.reps)
         query_s, (d, i) = timed(lambda: stree.query(qs, k=a.k, workers=-1), a.reps)
         row(f"scipy cKDTree workers=-1 (SciPy {scipy.__version__})", "numpy", build_s, query_s,
