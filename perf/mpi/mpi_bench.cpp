@@ -202,6 +202,7 @@ struct Row {
   std::string op;
   int k = 0;
   double total_ms = 0, route_ms = 0, forward_ms = 0, local_ms = 0, return_ms = 0, merge_ms = 0;
+  double phase2_ms = 0; // kNN: the second phase's part of the five above
   double bytes_per_query = 0, min_bytes_per_query = 0, pairs_per_query = 0, remote_per_query = 0;
   std::string verified = "-";
 };
@@ -210,7 +211,7 @@ struct Row {
 template <class Tree, class Call>
 Row measure(std::string const& op, int k, Tree const& tree, std::int64_t m_total, double min_bytes, int reps, int warmup,
             Call const& call) {
-  std::vector<double> total, route, forward, local, back, merge;
+  std::vector<double> total, route, forward, local, back, merge, phase2;
   Row row;
   row.op = op;
   row.k = k;
@@ -228,6 +229,7 @@ Row measure(std::string const& op, int k, Tree const& tree, std::int64_t m_total
     local.push_back(max_over_ranks(s.local_s) * 1e3);
     back.push_back(max_over_ranks(s.return_s) * 1e3);
     merge.push_back(max_over_ranks(s.merge_s) * 1e3);
+    phase2.push_back(max_over_ranks(s.phase2_s) * 1e3);
     if (r == warmup + reps - 1) {
       double const q = double(std::max<std::int64_t>(m_total, 1));
       row.bytes_per_query = double(sum_over_ranks(s.bytes_sent)) / q;
@@ -241,6 +243,7 @@ Row measure(std::string const& op, int k, Tree const& tree, std::int64_t m_total
   row.local_ms = median(local);
   row.return_ms = median(back);
   row.merge_ms = median(merge);
+  row.phase2_ms = median(phase2);
   row.min_bytes_per_query = min_bytes;
   return row;
 }
@@ -549,35 +552,38 @@ int main(int argc, char** argv) {
         for (int r = 0; r < g_size; ++r) std::printf(" %d:%d/%d", r, devices[2 * r], devices[2 * r + 1]);
         std::printf("\n");
       }
-      std::printf("%-8s %4s %10s %9s %9s %9s %9s %9s %9s %9s %6s %8s %8s  %s\n", "op", "k", "total_ms", "route", "forward",
-                  "local", "return", "merge", "B/query", "min_B/q", "ratio", "pairs/q", "remote/q", "verified");
+      std::printf("%-8s %4s %10s %9s %9s %9s %9s %9s %9s %9s %9s %6s %8s %8s  %s\n", "op", "k", "total_ms", "route",
+                  "forward", "local", "return", "merge", "phase2", "B/query", "min_B/q", "ratio", "pairs/q", "remote/q",
+                  "verified");
       for (auto const& r : rows) {
         if (r.op == "build") {
           std::printf("%-8s %4s %10.3f %9s %9s %9.3f %9s %9s   (top: all-gathers %.3f ms; local build max over ranks)\n",
                       "build", "", r.total_ms, "", "", r.local_ms, "", "", r.route_ms);
           continue;
         }
-        std::printf("%-8s %4d %10.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.1f %9.1f %6.2f %8.3f %8.3f  %s\n", r.op.c_str(), r.k,
-                    r.total_ms, r.route_ms, r.forward_ms, r.local_ms, r.return_ms, r.merge_ms, r.bytes_per_query,
+        std::printf("%-8s %4d %10.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.1f %9.1f %6.2f %8.3f %8.3f  %s\n",
+                    r.op.c_str(), r.k, r.total_ms, r.route_ms, r.forward_ms, r.local_ms, r.return_ms, r.merge_ms,
+                    r.phase2_ms, r.bytes_per_query,
                     r.min_bytes_per_query, r.min_bytes_per_query > 0 ? r.bytes_per_query / r.min_bytes_per_query : 0.0,
                     r.pairs_per_query, r.remote_per_query, r.verified.c_str());
       }
-      std::printf("(times: max over ranks, median of %d; B/query: bytes sent between ranks per query, min_B/q: the "
-                  "query out and its k results back; k of radius: mean neighbours)\n",
+      std::printf("(times: max over ranks, median of %d; phase2: kNN's second phase, route to merge, within the five "
+                  "before it; B/query: bytes sent between ranks per query, min_B/q: the query out and its k results "
+                  "back; k of radius: mean neighbours)\n",
                   reps);
       if (!csv.empty()) {
         bool const fresh = !std::ifstream(csv).good();
         std::ofstream f(csv, std::ios::app);
         if (fresh)
           f << "label,ranks,threads,space,transport,scaling,n_total,m_total,dist,decomp,query_owner,op,k,total_ms,"
-               "route_ms,forward_ms,local_ms,return_ms,merge_ms,bytes_per_query,min_bytes_per_query,pairs_per_query,"
+               "route_ms,forward_ms,local_ms,return_ms,merge_ms,phase2_ms,bytes_per_query,min_bytes_per_query,pairs_per_query,"
                "remote_per_query,verified\n";
         for (auto const& r : rows)
           f << (label.empty() ? std::to_string(g_size) + "x" + std::to_string(threads) : label) << ',' << g_size << ','
             << threads << ',' << space << ',' << kdforge::to_string(tree.transport()) << ',' << scaling << ',' << n_all
             << ',' << m_total << ',' << dist << ',' << decomp << ',' << owner << ',' << r.op << ',' << r.k << ','
             << r.total_ms << ',' << r.route_ms << ',' << r.forward_ms << ',' << r.local_ms << ',' << r.return_ms << ','
-            << r.merge_ms << ',' << r.bytes_per_query << ',' << r.min_bytes_per_query << ',' << r.pairs_per_query << ','
+            << r.merge_ms << ',' << r.phase2_ms << ',' << r.bytes_per_query << ',' << r.min_bytes_per_query << ',' << r.pairs_per_query << ','
             << r.remote_per_query << ',' << '"' << r.verified << '"' << '\n';
       }
       if (!json.empty()) {
@@ -590,7 +596,7 @@ int main(int argc, char** argv) {
           auto const& r = rows[i];
           f << "    {\"op\": \"" << r.op << "\", \"k\": " << r.k << ", \"total_ms\": " << r.total_ms
             << ", \"route_ms\": " << r.route_ms << ", \"forward_ms\": " << r.forward_ms << ", \"local_ms\": " << r.local_ms
-            << ", \"return_ms\": " << r.return_ms << ", \"merge_ms\": " << r.merge_ms
+            << ", \"return_ms\": " << r.return_ms << ", \"merge_ms\": " << r.merge_ms << ", \"phase2_ms\": " << r.phase2_ms
             << ", \"bytes_per_query\": " << r.bytes_per_query << ", \"min_bytes_per_query\": " << r.min_bytes_per_query
             << ", \"pairs_per_query\": " << r.pairs_per_query << ", \"remote_per_query\": " << r.remote_per_query
             << ", \"verified\": \"" << r.verified << "\"}" << (i + 1 < rows.size() ? "," : "") << "\n";

@@ -446,10 +446,15 @@ TEST_CASE("distributed tree: empty everywhere, one point, and the statistics") {
   CHECK(all_ranks(ok));
   auto const& st = single.last_stats();
   CHECK(st.phases == 2);
+  CHECK(st.phase2_s > 0); // timed: fences around it
+  CHECK(st.phase2_s <= st.total_s());
   CHECK(st.queries == 20);
   CHECK(st.sent_pairs == 20); // each query to the one rank with a point, once
   CHECK(st.remote_pairs == (comm_rank() == comm_size() / 2 ? 0 : 20));
   if (comm_rank() != comm_size() / 2) CHECK(st.bytes_sent >= 20 * std::int64_t(sizeof(P3)));
+  (void)kdforge::radius_count(Exec{}, single, device(queries, "q"), 0.5);
+  CHECK(single.last_stats().phases == 1);
+  CHECK(single.last_stats().phase2_s == 0);
 }
 
 /// What `f` threw on this rank: "oom: <message>", "error: <message>", or "".

@@ -795,6 +795,7 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     s.stats.merge_s += call.lap();
 
     // phase 2: every other rank within the bound
+    double const before2 = s.stats.total_s();
     BoundRule<MS, T, D, Index> rule2{top, q, sq_cutoff, r1.query_offsets, r1.dest, phase1};
     auto r2 = call.route(rule2, m);
     auto recv2 = call.template forward<PointBound<T, D>>(r2, MakePointBound<MS, T, D, Index>{rule2});
@@ -812,6 +813,7 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     merge_knn(exec, call.runs(r2, back2), phase1, RowsT{res.ranks, res.indices, res.global_indices, res.sq_distances},
               m, k);
     s.stats.merge_s += call.lap();
+    s.stats.phase2_s = s.stats.total_s() - before2;
     out = res;
   });
 }

@@ -45,6 +45,9 @@ struct DistributedStats {
   double local_s = 0;   ///< the local queries of the queries received, their rows
   double return_s = 0;  ///< rows back to the queries' ranks (two MPI_Alltoallv)
   double merge_s = 0;   ///< rows merged into the results
+  /// kNN and closest point: the second phase's share of the five times
+  /// above, its route to its merge (0 for queries of one exchange)
+  double phase2_s = 0;
   std::int64_t queries = 0;       ///< this rank's queries
   std::int64_t sent_pairs = 0;    ///< (query, rank) pairs sent, this rank's own included
   std::int64_t remote_pairs = 0;  ///< of them, to other ranks
