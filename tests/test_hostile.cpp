@@ -440,8 +440,9 @@ TEST_CASE_TEMPLATE("hostile values: NaN or infinity in points, queries, radii an
 }
 
 // A million identical points, one case per builder (and the VVH tree's
-// range kNN apart), so that compute-sanitizer runs them side by side: each
-// of the two-builder and VVH cases of before ran past 16 minutes there.
+// range kNN apart), so that compute-sanitizer runs them side by side: a
+// case of two builders, or of the VVH tree with its range kNN, takes more
+// than 16 minutes under memcheck on a GPU.
 // Every query: the k smallest indices at the one distance; radius rows
 // hold all N.
 template <class Exec>

@@ -576,15 +576,15 @@ int main(int argc, char** argv) {
         std::ofstream f(csv, std::ios::app);
         if (fresh)
           f << "label,ranks,threads,space,transport,scaling,n_total,m_total,dist,decomp,query_owner,op,k,total_ms,"
-               "route_ms,forward_ms,local_ms,return_ms,merge_ms,phase2_ms,bytes_per_query,min_bytes_per_query,pairs_per_query,"
-               "remote_per_query,verified\n";
+               "route_ms,forward_ms,local_ms,return_ms,merge_ms,phase2_ms,bytes_per_query,min_bytes_per_query,"
+               "pairs_per_query,remote_per_query,verified\n";
         for (auto const& r : rows)
           f << (label.empty() ? std::to_string(g_size) + "x" + std::to_string(threads) : label) << ',' << g_size << ','
             << threads << ',' << space << ',' << kdforge::to_string(tree.transport()) << ',' << scaling << ',' << n_all
             << ',' << m_total << ',' << dist << ',' << decomp << ',' << owner << ',' << r.op << ',' << r.k << ','
             << r.total_ms << ',' << r.route_ms << ',' << r.forward_ms << ',' << r.local_ms << ',' << r.return_ms << ','
-            << r.merge_ms << ',' << r.phase2_ms << ',' << r.bytes_per_query << ',' << r.min_bytes_per_query << ',' << r.pairs_per_query << ','
-            << r.remote_per_query << ',' << '"' << r.verified << '"' << '\n';
+            << r.merge_ms << ',' << r.phase2_ms << ',' << r.bytes_per_query << ',' << r.min_bytes_per_query << ','
+            << r.pairs_per_query << ',' << r.remote_per_query << ',' << '"' << r.verified << '"' << '\n';
       }
       if (!json.empty()) {
         std::ofstream f(json);
@@ -596,7 +596,8 @@ int main(int argc, char** argv) {
           auto const& r = rows[i];
           f << "    {\"op\": \"" << r.op << "\", \"k\": " << r.k << ", \"total_ms\": " << r.total_ms
             << ", \"route_ms\": " << r.route_ms << ", \"forward_ms\": " << r.forward_ms << ", \"local_ms\": " << r.local_ms
-            << ", \"return_ms\": " << r.return_ms << ", \"merge_ms\": " << r.merge_ms << ", \"phase2_ms\": " << r.phase2_ms
+            << ", \"return_ms\": " << r.return_ms << ", \"merge_ms\": " << r.merge_ms
+            << ", \"phase2_ms\": " << r.phase2_ms
             << ", \"bytes_per_query\": " << r.bytes_per_query << ", \"min_bytes_per_query\": " << r.min_bytes_per_query
             << ", \"pairs_per_query\": " << r.pairs_per_query << ", \"remote_per_query\": " << r.remote_per_query
             << ", \"verified\": \"" << r.verified << "\"}" << (i + 1 < rows.size() ? "," : "") << "\n";
