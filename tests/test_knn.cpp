@@ -90,3 +90,57 @@ TEST_CASE_TEMPLATE("every query in double precision, other dimensions and 64-bit
     check_queries<Exec>(pts, queries, {}, Traversal::stack, QueryOrder::automatic);
   }
 }
+
+TEST_CASE_TEMPLATE("kNN within a bound per query equals brute force within it (the distributed second phase)", Exec,
+                   KDFORGE_TEST_SPACES) {
+  // detail::knn_impl's bounds: query q's neighbours within min(cutoff^2,
+  // bounds(q)), inclusive; bounds at a point's exact distance (ties at the
+  // bound), 0, +inf and above the cutoff; the register lists, the heap
+  // (k > 32) and the set-aside trail walks (regroup_iterations)
+  Exec exec;
+  using MS = typename Exec::memory_space;
+  auto pts = test::make_points<float, 3>(4000, Distribution::duplicates, 91);
+  auto queries = test::make_points<float, 3>(600, Distribution::uniform, 92);
+  for (int i = 0; i < 60; ++i) queries[i] = pts[i * 53 % pts.size()];
+  auto tree = build_left_balanced(exec, to_device<Exec>(pts, "p"));
+  auto dq = to_device<Exec>(queries, "q");
+  float const inf = detail::infinity<float>();
+  std::vector<float> bounds(queries.size());
+  for (std::size_t q = 0; q < queries.size(); ++q) {
+    auto near = test::brute_knn(pts, queries[q], 40, inf);
+    switch (q % 5) {
+    case 0: bounds[q] = near[q % 40].sq_dist; break; // a point's distance: ties at the bound
+    case 1: bounds[q] = 0; break;
+    case 2: bounds[q] = inf; break;
+    case 3: bounds[q] = 0.5f * near[(q / 5) % 40].sq_dist; break;
+    default: bounds[q] = 10.f; break; // above every distance and the cutoff
+    }
+  }
+  Kokkos::View<float*, MS> db("bounds", bounds.size());
+  Kokkos::deep_copy(db, Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            bounds.data(), bounds.size()));
+  for (double cutoff : {std::numeric_limits<double>::infinity(), 0.15}) {
+    for (int k : {1, 8, 33}) {
+      for (int regroup : {0, 3}) {
+        CAPTURE(cutoff);
+        CAPTURE(k);
+        CAPTURE(regroup);
+        QueryOptions qo;
+        qo.cutoff_radius = cutoff;
+        qo.traversal = Traversal::trail;
+        qo.regroup_iterations = regroup;
+        KnnResultFor<Exec, decltype(tree)> r;
+        QueryWorkspace<MS> ws;
+        detail::knn_impl(exec, tree, dq, k, r, qo, ws, Kokkos::View<float const*, MS>(db));
+        auto hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+        auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
+        float const sq_cut = float(cutoff) * float(cutoff);
+        for (std::size_t q = 0; q < queries.size(); ++q) {
+          CAPTURE(q);
+          auto ref = test::brute_knn(pts, queries[q], k, std::min(sq_cut, bounds[q]));
+          test::check_row(ref, &hi(q, 0), &hd(q, 0), k);
+        }
+      }
+    }
+  }
+}

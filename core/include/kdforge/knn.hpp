@@ -17,9 +17,13 @@
 namespace kdforge {
 
 namespace detail {
+/// knn into `out`; `bounds` (level-order trees only; empty for none): a
+/// squared bound per query, within which its neighbours are looked for
+/// (the distributed kNN's second phase).
 template <class Exec, class Tree, class Queries>
 void knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k, KnnResultFor<Exec, Tree>& out,
-         QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace) {
+              QueryOptions const& options, QueryWorkspace<typename Exec::memory_space>& workspace,
+              Kokkos::View<typename Tree::coordinate_type const*, typename Exec::memory_space> const& bounds = {}) {
   using T = typename Tree::coordinate_type;
   detail::check_tree_space<Exec, Tree>("knn");
   KDFORGE_REQUIRE(k >= 1, "knn", "k must be >= 1 (got ", k, ")");
@@ -35,6 +39,7 @@ void knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k,
                                    options.brute_force_method, "knn");
     else
       detail::run_bucket_knn(exec, tree, queries, k, out, sq_cutoff, options.exclude_self);
+    KDFORGE_REQUIRE(!bounds.extent(0), "knn", "internal: per-query bounds on a bucket tree");
     (void)workspace;
   } else {
     detail::refuse_bucket_only_options(options, "knn");
@@ -45,8 +50,10 @@ void knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k,
     detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
     int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, k, "knn");
     detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
+      KDFORGE_REQUIRE(!bounds.extent(0) || std::int64_t(bounds.extent(0)) == m, "knn",
+                      "internal: ", bounds.extent(0), " bounds for ", m, " queries");
       detail::run_knn(exec, t, q, k, out, sq_cutoff, walk, options.order, regroup, workspace,
-                      options.check_queries, "knn");
+                      options.check_queries, "knn", bounds);
     });
   }
 }

@@ -7,8 +7,8 @@
 // until they hold k points (its own rank first where the query lies in its
 // box: no traffic then); their k nearest give a bound, the k-th distance.
 // Phase 2 sends it, with that bound, to every other rank whose boxes lie
-// within the bound; they return their neighbours within it. Closest point is
-// kNN with k = 1.
+// within the bound; they return their neighbours within it, found by walks
+// that prune by the bound from the root. Closest point is kNN with k = 1.
 //
 // Same answers as one tree over the union: each rank's rows are exact for
 // its points, sorted by (squared distance, index), and a rank's indices are
@@ -697,7 +697,11 @@ struct Call {
           s.scratch.template take<decltype(res.sq_distances)>("kdforge::distributed::local_sq_distances", n, k);
       Kokkos::View<std::int8_t*, MS> in_place;
       if (direct) in_place = s.scratch.template take<Kokkos::View<std::int8_t*, MS>>("kdforge::distributed::in_place", n);
-      kdforge::knn(exec, s.tree, points, k, res, o, s.workspace);
+      // within the bounds (phase 2): the walks prune by them from the root,
+      // where a query far from this rank's points would otherwise walk
+      // until it had k of them, all then dropped by KnnRowCount
+      Kokkos::View<T const*, MS> const cut = bounds;
+      detail::api_call<MS>("knn", [&] { detail::knn_impl(exec, s.tree, points, k, res, o, s.workspace, cut); });
       Kokkos::parallel_for("kdforge::distributed::knn_rows", Kokkos::RangePolicy<Exec>(exec, 0, n),
                            KnnRowCount<decltype(res.indices), decltype(res.sq_distances), Kokkos::View<T*, MS>,
                                        decltype(offsets)>{res.indices, res.sq_distances, bounds, offsets, in_place});

@@ -9,6 +9,12 @@
 // after about the mean number of iterations aside and finish them in a
 // second, densely packed pass (QueryOptions::regroup_iterations): the lanes
 // of a warp then stop waiting for the warp's slowest query.
+//
+// A per-query squared bound (`bounds`, empty for none) lowers each query's
+// cutoff to min(sq_cutoff, bounds(q)): the walk then prunes by it from the
+// root. The distributed kNN's second phase asks another rank only for the
+// neighbours within the first phase's k-th distance; without the bound, a
+// query outside that rank's points would walk until it had found k.
 #include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/profiling.hpp>
@@ -24,6 +30,14 @@
 #include <cstdint>
 
 namespace kdforge::detail {
+
+/// Query qi's squared cutoff: the call's, or its own bound where lower.
+template <class Bounds, class T>
+KOKKOS_INLINE_FUNCTION T query_cutoff(Bounds const& bounds, std::int64_t qi, T sq_cutoff) {
+  if (!bounds.extent(0)) return sq_cutoff;
+  T const b = bounds(qi);
+  return b < sq_cutoff ? b : sq_cutoff;
+}
 
 /// A kNN walk set aside by KnnSortedFunctor (see automatic_regroup).
 template <class Tree, int CAP>
@@ -50,9 +64,10 @@ struct KnnSortedFunctor {
   Kokkos::View<Record*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> saved = {};
   Kokkos::View<unsigned long long*, MS> saved_count = {}; // two; this call's is saved_count(turn)
   int turn = 0;
+  Kokkos::View<T const*, MS> bounds = {}; // per query; empty: none
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
-    kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
+    kernels::SortedCandidates<Tree, CAP> cand(tree, k, query_cutoff(bounds, qi, sq_cutoff));
     typename Tree::point_type const q(queries(qi));
     if (regroup > 0) {
       auto st = kernels::trail_descend(tree, q, cand.bound(), walk.buckets);
@@ -110,11 +125,13 @@ struct KnnHeapFunctor {
   int k;
   T sq_cutoff;
   Walk walk;
+  Kokkos::View<T const*, typename Tree::memory_space> bounds; // per query; empty: none
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     using IR = Row<decltype(res.indices)>;
     using DR = Row<decltype(res.sq_distances)>;
-    kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
+    kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k,
+                                                  query_cutoff(bounds, qi, sq_cutoff));
     traverse(walk, tree, typename Tree::point_type(queries(qi)), cand);
     finish_heap_row(res, qi, cand, k);
   }
@@ -123,11 +140,13 @@ struct KnnHeapFunctor {
 template <int CAP, class Exec, class Tree, class QV, class OV, class Result>
 void run_sorted(char const* name, char const* resume_name, Exec const& exec, Tree const& tree, QV const& q,
                 OV const& order, Result const& res, int k, typename Tree::coordinate_type sq_cutoff, Walk const& walk,
-                int regroup, QueryWorkspace<typename Exec::memory_space>& ws) {
+                int regroup, QueryWorkspace<typename Exec::memory_space>& ws,
+                Kokkos::View<typename Tree::coordinate_type const*, typename Exec::memory_space> const& bounds) {
   using MS = typename Exec::memory_space;
   std::int64_t const m = std::int64_t(q.extent(0));
   QueryPolicy<Exec> policy(exec, 0, m);
   KnnSortedFunctor<Tree, QV, OV, Result, CAP> f{tree, q, order, res, k, sq_cutoff, walk};
+  f.bounds = bounds;
   if (regroup <= 0) {
     Kokkos::parallel_for(name, policy, f);
     return;
@@ -153,7 +172,8 @@ void run_sorted(char const* name, char const* resume_name, Exec const& exec, Tre
 template <class Exec, class Tree, class QV, class Result>
 void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
              typename Tree::coordinate_type sq_cutoff, Walk const& walk, QueryOrder order_option, int regroup,
-             QueryWorkspace<typename Exec::memory_space>& ws, bool check, char const* where) {
+             QueryWorkspace<typename Exec::memory_space>& ws, bool check, char const* where,
+             Kokkos::View<typename Tree::coordinate_type const*, typename Exec::memory_space> const& bounds = {}) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
   Region region("kdforge::knn");
@@ -161,13 +181,13 @@ void run_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result cons
   QueryPolicy<Exec> policy(exec, 0, m);
   using OV = decltype(order);
   constexpr bool column = is_column_result<Result>::value; // closest point: k = 1 only
-  if (column || k <= 1) run_sorted<1>("kdforge::knn::k1", "kdforge::knn::k1::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
+  if (column || k <= 1) run_sorted<1>("kdforge::knn::k1", "kdforge::knn::k1::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws, bounds);
   else if constexpr (!column) {
-    if (k <= 4) run_sorted<4>("kdforge::knn::k4", "kdforge::knn::k4::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
-    else if (k <= 8) run_sorted<8>("kdforge::knn::k8", "kdforge::knn::k8::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
-    else if (k <= 16) run_sorted<16>("kdforge::knn::k16", "kdforge::knn::k16::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
-    else if (k <= 32) run_sorted<32>("kdforge::knn::k32", "kdforge::knn::k32::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws);
-    else Kokkos::parallel_for("kdforge::knn::heap", policy, KnnHeapFunctor<Tree, QV, OV, Result>{tree, q, order, res, k, sq_cutoff, walk});
+    if (k <= 4) run_sorted<4>("kdforge::knn::k4", "kdforge::knn::k4::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws, bounds);
+    else if (k <= 8) run_sorted<8>("kdforge::knn::k8", "kdforge::knn::k8::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws, bounds);
+    else if (k <= 16) run_sorted<16>("kdforge::knn::k16", "kdforge::knn::k16::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws, bounds);
+    else if (k <= 32) run_sorted<32>("kdforge::knn::k32", "kdforge::knn::k32::resume", exec, tree, q, order, res, k, sq_cutoff, walk, regroup, ws, bounds);
+    else Kokkos::parallel_for("kdforge::knn::heap", policy, KnnHeapFunctor<Tree, QV, OV, Result>{tree, q, order, res, k, sq_cutoff, walk, bounds});
   }
   throw_if_bad_query(exec, ws, q, check, where);
 }
