@@ -4,8 +4,9 @@
 //
 //  route:   a rule names, per query, the ranks to ask; the (query, rank)
 //           pairs are counted, listed query by query, and stably sorted by
-//           rank, which lays out the send buffer rank by rank with each
-//           rank's queries in the caller's order.
+//           rank (where not in rank order already), which lays out the send
+//           buffer rank by rank with each rank's queries in the caller's
+//           order.
 //  forward: counts by MPI_Alltoall, the queries (and a bound per query
 //           where the rule has one) by MPI_Alltoallv.
 //  back:    the receiving rank's rows, one per query received (a count and
@@ -102,6 +103,14 @@ struct RouteFill {
   }
 };
 
+/// Pairs j whose rank key is above the next one's (none: already in rank
+/// order).
+template <class MS>
+struct Descents {
+  Kokkos::View<std::uint32_t*, MS> keys;
+  KOKKOS_FUNCTION void operator()(std::int64_t j, std::int64_t& n) const { n += keys(j) > keys(j + 1) ? 1 : 0; }
+};
+
 template <class MS>
 struct RouteIndex {
   Kokkos::View<std::int64_t*, MS> sorted, position;
@@ -170,7 +179,14 @@ Routes<MS> route(Exec const& exec, Communicator<MS> const& comm, Rule const& rul
   auto keys = scratch.template take<Kokkos::View<std::uint32_t*, MS>>("kdforge::distributed::keys", r.pairs);
   Kokkos::parallel_for("kdforge::distributed::route_fill", Kokkos::RangePolicy<Exec>(exec, 0, m),
                        RouteFill<Rule, MS>{rule, r.query_offsets, r.dest, r.pair_query, keys, r.sorted, cache});
-  if (P > 1 && r.pairs > 1) {
+  std::int64_t descents = 0;
+  // pairs that are in rank order already (all to one rank, as where
+  // queries are owned where their points are) need no sort: one pass that
+  // finds no descent instead
+  if (P > 1 && r.pairs > 1)
+    Kokkos::parallel_reduce("kdforge::distributed::route_sorted", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs - 1),
+                            Descents<MS>{keys}, descents);
+  if (descents > 0) {
     int bits = 1;
     while ((1 << bits) < P) ++bits;
     // stable: each rank's queries stay in order; the fence below waits for it

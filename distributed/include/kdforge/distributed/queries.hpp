@@ -795,7 +795,10 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     phase1.keys = s.scratch.template take<decltype(phase1.keys)>("kdforge::distributed::knn::phase1", m, k);
     phase1.d = s.scratch.template take<decltype(phase1.d)>("kdforge::distributed::knn::phase1", m, k);
     auto back1 = call.knn_rows(r1, recv1, Kokkos::View<T*, MS>(), k, options, &phase1);
-    merge_knn(exec, call.runs(r1, back1), RowsT{}, phase1, m, k);
+    // every query asked this rank alone (m pairs, all its own; no query has
+    // two pairs to one rank): SelfRows wrote every row, nothing to copy
+    bool const all_in_place = r1.pairs == m && r1.send_counts[std::size_t(s.comm.rank())] == m;
+    if (!all_in_place) merge_knn(exec, call.runs(r1, back1), RowsT{}, phase1, m, k);
     s.stats.merge_s += call.lap();
 
     // phase 2: every other rank within the bound
