@@ -15,6 +15,7 @@
 #   STRONG_N ["10000000 100000000"]: strong scaling, points in all
 #   STRONG_M [10000000]: strong scaling, queries in all
 #   WEAK_N [25000000], WEAK_M [2500000]: weak scaling, per GPU
+#   WEAK_DOMAIN [grow]: a unit cube per GPU (grow) or the unit cube divided (cube)
 #   DIST [uniform]  OWNER [cell] (--query-owner)  OPS [knn,closest,radius]  K [8]
 #   REPS [5]  VERIFY [2000]  OUT [gpu-scaling-out]  MPIRUN [mpirun]  MPIFLAGS
 #   TABLE_ONLY [0]: 1 makes the table and plots again from OUT's CSV, running nothing
@@ -53,7 +54,7 @@ run() { # gpus scaling n m
   echo "=== $g GPU(s): $scaling scaling, $n points, $m queries" | tee -a "$OUT/gpu-scaling.log"
   # shellcheck disable=SC2086
   "$MPIRUN" -np "$g" --bind-to none $MPIFLAGS "$bench" --scaling "$scaling" --n "$n" --m "$m" --dist "$DIST" \
-      --query-owner "$OWNER" --ops "build,$OPS" --k "$K" --reps "$REPS" --verify "$VERIFY" \
+      --query-owner "$OWNER" --weak-domain "${WEAK_DOMAIN:-grow}" --ops "build,$OPS" --k "$K" --reps "$REPS" --verify "$VERIFY" \
       --csv "$csv" --label "${g}gpu" 2>&1 | tee -a "$OUT/gpu-scaling.log"
 }
 

@@ -1,8 +1,13 @@
 // kdforge-mpi-bench: the distributed tree's benchmark driver. Strong scaling
 // (fixed total points and queries) or weak scaling (fixed per rank), a
 // uniform or a clustered point set, every rank's points those of its cell of
-// a grid over the unit cube (or slabs, or random ranks), queries owned by
-// the rank whose cell holds them or spread over all ranks. Per operation:
+// a grid over the domain (or slabs, or random ranks), queries owned by the
+// rank whose cell holds them or spread over all ranks. The domain is the
+// unit cube, and for weak scaling px x py x pz unit cubes (the grid's, P x
+// 1 x 1 for slabs): every rank's cell is then a unit cube of n points, the
+// one-rank problem, where dividing one cube would give the ranks cells of
+// other shapes (1 x 0.5 x 0.5 on 4), whose trees answer queries at other
+// speeds (--weak-domain cube keeps the unit cube). Per operation:
 // the time of the call (max over ranks, median over repetitions; on one
 // rank also kNN on the plain local tree, the layer's cost), each
 // phase's time (max over ranks), the bytes moved per query against the
@@ -55,11 +60,17 @@ KOKKOS_INLINE_FUNCTION double unit(std::uint64_t h) { return double(h >> 11) * (
 
 /// Point i of the global set: uniform in [0,1]^3, or clustered: one of 64
 /// Gaussian blobs (centres in [0.1, 0.9]^3, sigma 0.005 to 0.04 log-uniform,
-/// fixed by the seed), clamped to the cube.
+/// fixed by the seed), clamped to the cube; scaled by `extent` (the domain).
 struct Generate {
   std::uint64_t seed;
   int clustered;
+  double extent[3];
   KOKKOS_INLINE_FUNCTION P3 operator()(std::int64_t i) const {
+    P3 p = unit_point(i);
+    for (int d = 0; d < D; ++d) p[d] = T(double(p[d]) * extent[d]);
+    return p;
+  }
+  KOKKOS_INLINE_FUNCTION P3 unit_point(std::int64_t i) const {
     std::uint64_t const h = mix(seed ^ mix(std::uint64_t(i)));
     P3 p;
     if (!clustered) {
@@ -80,18 +91,19 @@ struct Generate {
   }
 };
 
-/// Which rank owns a point: its cell of a px x py x pz grid, its slab in x,
-/// or a hash of its number.
+/// Which rank owns a point: its cell of a px x py x pz grid over the
+/// domain (`extent`), its slab in x, or a hash of its number.
 struct Owner {
   int grid[3];
   int mode; // 0 grid, 1 slabs, 2 random
   std::uint64_t seed;
+  double extent[3];
   KOKKOS_INLINE_FUNCTION int operator()(P3 const& p, std::int64_t i) const {
     if (mode == 2) return int(mix(seed ^ std::uint64_t(i)) % std::uint64_t(grid[0] * grid[1] * grid[2]));
     int c[3];
     for (int d = 0; d < 3; ++d) {
       int const g = grid[d];
-      int v = int(double(p[d]) * g);
+      int v = int(double(p[d]) / extent[d] * g);
       c[d] = v < 0 ? 0 : v >= g ? g - 1 : v;
     }
     return (c[2] * grid[1] + c[1]) * grid[0] + c[0];
@@ -397,6 +409,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kdforge-mpi-bench: the distributed tree, strong and weak scaling over MPI ranks"};
   std::int64_t n = 1000000, m = 1000000;
   std::string scaling = "strong", dist = "uniform", decomp = "grid", owner = "cell", ops = "build,knn,closest,radius";
+  std::string weak_domain = "grow";
   std::string ks = "8", csv, json, label;
   double radius = 0;
   int reps = 5, warmup = 1, verify = 1000, box_levels = 2;
@@ -407,6 +420,10 @@ int main(int argc, char** argv) {
   app.add_option("--dist", dist, "uniform | clustered (64 Gaussian blobs)")->check(CLI::IsMember({"uniform", "clustered"}));
   app.add_option("--decomp", decomp, "grid (a cell per rank) | slabs (in x) | random (any rank)")
       ->check(CLI::IsMember({"grid", "slabs", "random"}));
+  app.add_option("--weak-domain", weak_domain,
+                 "weak scaling's domain: grow (a unit cube per cell of the grid: every rank's share is the one-rank "
+                 "problem) | cube (the unit cube divided, denser with every rank)")
+      ->check(CLI::IsMember({"grow", "cube"}));
   app.add_option("--query-owner", owner, "cell (the rank whose cell holds it) | any (round robin over the ranks)")
       ->check(CLI::IsMember({"cell", "any"}));
   app.add_option("--ops", ops, "comma list of build, knn, closest, radius");
@@ -436,7 +453,17 @@ int main(int argc, char** argv) {
     bool const weak = scaling == "weak";
     std::int64_t const n_total = weak ? n * g_size : n;
     std::int64_t const m_total = weak ? m * g_size : m;
-    if (radius <= 0) radius = std::cbrt(8.0 / (4.18879 * double(n_total)));
+    Owner own{{1, 1, 1}, decomp == "grid" ? 0 : decomp == "slabs" ? 1 : 2, 99, {1, 1, 1}};
+    if (decomp == "slabs") own.grid[0] = g_size;
+    else factor(g_size, own.grid);
+    double volume = 1;
+    if (weak && weak_domain == "grow")
+      for (int d = 0; d < 3; ++d) {
+        own.extent[d] = own.grid[d];
+        volume *= own.extent[d];
+      }
+    // about 8 neighbours for uniform points
+    if (radius <= 0) radius = std::cbrt(8.0 * volume / (4.18879 * double(n_total)));
     std::vector<int> k_list;
     {
       std::stringstream ss(ks);
@@ -444,11 +471,8 @@ int main(int argc, char** argv) {
     }
     auto has_op = [&](char const* o) { return ("," + ops + ",").find("," + std::string(o) + ",") != std::string::npos; };
 
-    Owner own{{1, 1, 1}, decomp == "grid" ? 0 : decomp == "slabs" ? 1 : 2, 99};
-    if (decomp == "slabs") own.grid[0] = g_size;
-    else factor(g_size, own.grid);
-    Generate const gen_points{1234567, dist == "clustered"};
-    Generate const gen_queries{7654321, dist == "clustered"};
+    Generate const gen_points{1234567, dist == "clustered", {own.extent[0], own.extent[1], own.extent[2]}};
+    Generate const gen_queries{7654321, dist == "clustered", {own.extent[0], own.extent[1], own.extent[2]}};
     PV points = my_share(gen_points, own, n_total, true);
     PV queries = my_share(gen_queries, own, m_total, owner == "cell");
     std::int64_t const my_n = std::int64_t(points.extent(0));
@@ -543,10 +567,10 @@ int main(int argc, char** argv) {
       char const* space = Exec::name();
       int const threads = Exec().concurrency();
       std::printf("kdforge-mpi-bench: %d rank(s) x %d %s thread(s), %s, %s scaling: %lld points, %lld queries, %s, "
-                  "%s decomposition, queries owned by %s, %d boxes per rank, radius %.5g\n",
+                  "domain %g x %g x %g, %s decomposition, queries owned by %s, %d boxes per rank, radius %.5g\n",
                   g_size, threads, space, kdforge::to_string(tree.transport()), scaling.c_str(), (long long)n_all,
-                  (long long)m_total, dist.c_str(), decomp.c_str(), owner == "cell" ? "their cell's rank" : "any rank",
-                  tree.boxes_per_rank(), radius);
+                  (long long)m_total, dist.c_str(), own.extent[0], own.extent[1], own.extent[2], decomp.c_str(),
+                  owner == "cell" ? "their cell's rank" : "any rank", tree.boxes_per_rank(), radius);
       if (device.visible_devices > 0) {
         std::printf("devices (rank: GPU of those visible to it):");
         for (int r = 0; r < g_size; ++r) std::printf(" %d:%d/%d", r, devices[2 * r], devices[2 * r + 1]);
