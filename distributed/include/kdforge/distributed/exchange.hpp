@@ -13,7 +13,9 @@
 //           its neighbours), returned by two MPI_Alltoallv in the order they
 //           came: counts first, then the neighbours, so no rank needs to
 //           know another's row sizes in advance. The receiver of the rows
-//           finds each pair's row by a scan of the counts.
+//           finds each pair's row by a scan of the counts. Rows of at most
+//           one entry (closest point's second phase) return in one slot
+//           each instead, in one exchange (send_back_slots).
 //
 // Only what an answer needs travels: D coordinates out (and the kNN bound
 // in the second phase), a row count and (squared distance, index) per
@@ -233,6 +235,7 @@ struct Returned {
   Kokkos::View<std::int64_t*, MS> offsets;         ///< pairs + 1 (empty for counts-only rows)
   Kokkos::View<Neighbor<T, Index>*, MS> entries;
   Kokkos::View<std::int64_t*, MS> ids;             ///< with caller ids: per entry
+  std::int64_t stride = 0;                         ///< k: row s in slots s*k .. s*k+k-1 (send_back_slots)
 };
 
 template <class In, class Out>
@@ -295,6 +298,44 @@ Returned<MS, T, Index, Count> send_back(Exec const& exec, Communicator<MS>& comm
       comm.alltoallv(exec, entries, send_entries, recv_entries, traffic, "kdforge::distributed::neighbors", &scratch);
   if (with_ids) // every rank alike: the tree was built with ids or without on all
     back.ids = comm.alltoallv(exec, entry_ids, send_entries, recv_entries, traffic, "kdforge::distributed::ids", &scratch);
+  return back;
+}
+
+/// The lengths of rows returned in k slots: their leading valid entries.
+template <class MS, class T, class Index>
+struct SlotLengths {
+  Kokkos::View<Neighbor<T, Index>*, MS> entries;
+  Kokkos::View<std::int32_t*, MS> lengths;
+  std::int64_t k;
+  KOKKOS_FUNCTION void operator()(std::int64_t s) const {
+    std::int32_t n = 0;
+    while (n < k && entries(s * k + n).index >= 0) ++n;
+    lengths(s) = n;
+  }
+};
+
+/// Rows of k slots each (`entries`, `entry_ids`: k per query received),
+/// returned in one exchange; each row's length is then its leading valid
+/// entries (index >= 0).
+template <class Exec, class MS, class T, class Index>
+Returned<MS, T, Index, std::int32_t> send_back_slots(Exec const& exec, Communicator<MS>& comm, Routes<MS> const& r,
+                                                     Kokkos::View<Neighbor<T, Index>*, MS> const& entries,
+                                                     Kokkos::View<std::int64_t*, MS> const& entry_ids, int k,
+                                                     bool with_ids, Traffic& traffic, Scratch<MS>& scratch) {
+  std::size_t const P = r.send_counts.size();
+  std::vector<std::int64_t> send(P), recv(P);
+  for (std::size_t p = 0; p < P; ++p) {
+    send[p] = r.recv_counts[p] * k;
+    recv[p] = r.send_counts[p] * k;
+  }
+  Returned<MS, T, Index, std::int32_t> back;
+  back.stride = k;
+  back.entries = comm.alltoallv(exec, entries, send, recv, traffic, "kdforge::distributed::neighbors", &scratch);
+  if (with_ids)
+    back.ids = comm.alltoallv(exec, entry_ids, send, recv, traffic, "kdforge::distributed::ids", &scratch);
+  back.counts = scratch.template take<Kokkos::View<std::int32_t*, MS>>("kdforge::distributed::slot_lengths", r.pairs);
+  Kokkos::parallel_for("kdforge::distributed::slot_lengths", Kokkos::RangePolicy<Exec>(exec, 0, r.pairs),
+                       SlotLengths<MS, T, Index>{back.entries, back.counts, k});
   return back;
 }
 

@@ -84,15 +84,20 @@ struct Runs {
   Kokkos::View<std::int64_t*, MS> ids; // empty: keys from offsets
   Kokkos::View<std::int64_t*, MS> offsets; // global offset of each rank
   Kokkos::View<std::int32_t*, MS> counts; // by send position (kNN only; empty for radius)
+  /// 0: rows at entry_offsets; k: row s in slots s*k .. s*k+k-1, its
+  /// length counts(s) (FixedRows: the second kNN phase)
+  std::int64_t stride = 0;
   /// Whether the pair's rank wrote its row straight into the phase-1 rows
   /// (its own queries with one source: SelfRows), returning no entries.
   KOKKOS_INLINE_FUNCTION bool in_place(std::int64_t pair) const {
     return counts.extent(0) && counts(position(pair)) < 0;
   }
-  KOKKOS_INLINE_FUNCTION std::int64_t begin(std::int64_t pair) const { return entry_offsets(position(pair)); }
+  KOKKOS_INLINE_FUNCTION std::int64_t begin(std::int64_t pair) const {
+    return stride ? position(pair) * stride : entry_offsets(position(pair));
+  }
   KOKKOS_INLINE_FUNCTION std::int64_t length(std::int64_t pair) const {
     std::int64_t const s = position(pair);
-    return entry_offsets(s + 1) - entry_offsets(s);
+    return stride ? std::int64_t(counts(s)) : entry_offsets(s + 1) - entry_offsets(s);
   }
   KOKKOS_INLINE_FUNCTION Candidate<T, Index> get(std::int64_t pair, std::int64_t b, std::int64_t t) const {
     Neighbor<T, Index> const e = entries(b + t);
@@ -501,6 +506,39 @@ struct KnnRowFill {
   }
 };
 
+/// Rows in k slots each (closest point's second phase: fixed slots return
+/// in one exchange, without the row counts' exchange before it): row j's
+/// valid entries, then (+inf, -1) to slot k.
+/// A thread per slot on a GPU, per row on CPU cores (CopyKnn says why).
+template <class MS, class T, class Index, class Idx, class Dist>
+struct KnnSlotFill {
+  Idx idx;
+  Dist dist;
+  Kokkos::View<std::int64_t*, MS> counts; // valid entries per row
+  LocalIds<MS, Index> local;
+  Kokkos::View<Neighbor<T, Index>*, MS> entries;
+  Kokkos::View<std::int64_t*, MS> entry_ids;
+  bool per_query;
+  KOKKOS_INLINE_FUNCTION void fill(std::int64_t j, std::int64_t c, std::int64_t k) const {
+    std::int64_t const at = j * k + c;
+    if (c < counts(j)) {
+      Index const pos = idx(j, c);
+      entries(at) = Neighbor<T, Index>{dist(j, c), local.index(pos)};
+      if (entry_ids.extent(0)) entry_ids(at) = local.ids(pos);
+    } else {
+      entries(at) = Neighbor<T, Index>{detail::infinity<T>(), Index(-1)};
+      if (entry_ids.extent(0)) entry_ids(at) = -1;
+    }
+  }
+  KOKKOS_FUNCTION void operator()(std::int64_t w) const {
+    std::int64_t const k = std::int64_t(idx.extent(1));
+    if (per_query)
+      for (std::int64_t c = 0; c < k; ++c) fill(w, c, k);
+    else
+      fill(w / k, w % k, k);
+  }
+};
+
 /// Phase 1, the queries this rank sent itself that have no other source:
 /// their rows go straight from the local kNN into the phase-1 rows (what
 /// the fill, the return to itself and the copy would have put there), and
@@ -667,7 +705,7 @@ struct Call {
   }
 
   Runs<MS, T, Index> runs(Routes<MS> const& r, Returned<MS, T, Index, std::int32_t> const& b) const {
-    return {r.query_offsets, r.dest, r.position, b.offsets, b.entries, b.ids, s.offsets, b.counts};
+    return {r.query_offsets, r.dest, r.position, b.offsets, b.entries, b.ids, s.offsets, b.counts, b.stride};
   }
   Runs<MS, T, Index> runs(Routes<MS> const& r, Returned<MS, T, Index, std::int64_t> const& b) const {
     return {r.query_offsets, r.dest, r.position, b.offsets, b.entries, b.ids, s.offsets, {}};
@@ -676,11 +714,12 @@ struct Call {
   /// Local kNN of the received points and their rows (within `bounds`
   /// where given), returned to the senders. With `direct` (phase 1), the
   /// rows of this rank's own single-source queries go straight there
-  /// (SelfRows) and return empty.
+  /// (SelfRows) and return empty. With `slots` (phase 2 of closest point),
+  /// every row returns in k slots (KnnSlotFill): one exchange instead of two.
   Returned<MS, T, Index, std::int32_t> knn_rows(Routes<MS> const& r, PV const& points,
                                                 Kokkos::View<T*, MS> const& bounds, int k,
                                                 QueryOptions const& options,
-                                                Rows<MS, T, Index> const* direct = nullptr) {
+                                                Rows<MS, T, Index> const* direct = nullptr, bool slots = false) {
     std::int64_t const n = std::int64_t(points.extent(0));
     Kokkos::View<std::int32_t*, MS> counts32;
     Kokkos::View<std::int64_t*, MS> offsets;
@@ -725,6 +764,18 @@ struct Call {
                                                 send_at});
         }
       }
+      if (slots) {
+        entries = s.scratch.template take<Kokkos::View<Neighbor<T, Index>*, MS>>("kdforge::distributed::rows",
+                                                                                 n * std::int64_t(k));
+        if (s.has_ids)
+          ids = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::row_ids", n * std::int64_t(k));
+        Kokkos::parallel_for("kdforge::distributed::knn_slots",
+                             Kokkos::RangePolicy<Exec>(exec, 0, per_query ? n : n * std::int64_t(k)),
+                             KnnSlotFill<MS, T, Index, decltype(res.indices), decltype(res.sq_distances)>{
+                                 res.indices, res.sq_distances, offsets, local_ids(), entries, ids, per_query});
+        exec.fence();
+        return;
+      }
       std::int64_t const total = scan_with_total(exec, offsets, s.scratch.vendor());
       entries = s.scratch.template take<Kokkos::View<Neighbor<T, Index>*, MS>>("kdforge::distributed::rows", total);
       if (s.has_ids) ids = s.scratch.template take<Kokkos::View<std::int64_t*, MS>>("kdforge::distributed::row_ids", total);
@@ -736,7 +787,8 @@ struct Call {
       exec.fence();
     });
     s.stats.local_s += lap();
-    auto back = send_back(exec, s.comm, r, counts32, offsets, entries, ids, true, s.has_ids, traffic, s.scratch);
+    auto back = slots ? send_back_slots(exec, s.comm, r, entries, ids, k, s.has_ids, traffic, s.scratch)
+                      : send_back(exec, s.comm, r, counts32, offsets, entries, ids, true, s.has_ids, traffic, s.scratch);
     s.stats.return_s += lap();
     return back;
   }
@@ -811,7 +863,13 @@ void knn(Exec const& exec, DistributedTree<MS, LocalTree> const& tree, Queries c
     auto bounds2 = s.scratch.template take<Kokkos::View<T*, MS>>("kdforge::distributed::bounds2", n2);
     Kokkos::parallel_for("kdforge::distributed::unpack", Kokkos::RangePolicy<Exec>(exec, 0, n2),
                          Unpack<decltype(recv2), PV, decltype(bounds2)>{recv2, points2, bounds2});
-    auto back2 = call.knn_rows(r2, points2, bounds2, k, options);
+    // closest point's rows in one slot each (send_back_slots): one exchange
+    // instead of two, the same bytes. Larger k pads every row to k entries,
+    // and through host staging the bytes cost more than the exchange saved
+    // (4 H100s, weak 25M x 2.5M per GPU, kNN k = 8: return 0.59-0.64 ms
+    // in two exchanges, 0.83-0.85 in slots; closest point: 3.33-3.38 ms
+    // in all, 3.12-3.15 in slots).
+    auto back2 = call.knn_rows(r2, points2, bounds2, k, options, nullptr, k == 1);
     // the caller's result (whose Views `res` may share) is written only
     // once every rank holds all it needs: nothing after the agreement fails
     auto res = out;
