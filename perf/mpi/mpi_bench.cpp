@@ -409,7 +409,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kdforge-mpi-bench: the distributed tree, strong and weak scaling over MPI ranks"};
   std::int64_t n = 1000000, m = 1000000;
   std::string scaling = "strong", dist = "uniform", decomp = "grid", owner = "cell", ops = "build,knn,closest,radius";
-  std::string weak_domain = "grow";
+  std::string weak_domain = "grow", split = "auto";
   std::string ks = "8", csv, json, label;
   double radius = 0;
   int reps = 5, warmup = 1, verify = 1000, box_levels = 2;
@@ -424,6 +424,10 @@ int main(int argc, char** argv) {
                  "weak scaling's domain: grow (a unit cube per cell of the grid: every rank's share is the one-rank "
                  "problem) | cube (the unit cube divided, denser with every rank)")
       ->check(CLI::IsMember({"grow", "cube"}));
+  app.add_option("--split", split,
+                 "local trees' split planes: auto (by each rank's box), round_robin (level mod D) or widest (the "
+                 "node box's widest side)")
+      ->check(CLI::IsMember({"auto", "round_robin", "widest"}));
   app.add_option("--query-owner", owner, "cell (the rank whose cell holds it) | any (round robin over the ranks)")
       ->check(CLI::IsMember({"cell", "any"}));
   app.add_option("--ops", ops, "comma list of build, knn, closest, radius");
@@ -489,7 +493,11 @@ int main(int argc, char** argv) {
     for (int r = 0; r < (has_op("build") ? warmup + reps : 1); ++r) {
       MPI_Barrier(MPI_COMM_WORLD);
       Kokkos::Timer t;
-      tree = kdforge::build_distributed_tree(exec, MPI_COMM_WORLD, points, kdforge::BuildOptions{}, dopt);
+      kdforge::BuildOptions bo;
+      bo.split = split == "round_robin" ? kdforge::SplitPolicy::round_robin
+                 : split == "widest"    ? kdforge::SplitPolicy::widest_dimension
+                                        : kdforge::SplitPolicy::automatic;
+      tree = kdforge::build_distributed_tree(exec, MPI_COMM_WORLD, points, bo, dopt);
       double const wall = t.seconds();
       if (r < warmup && has_op("build")) continue;
       t_local.push_back(max_over_ranks(tree.build_local_seconds()) * 1e3);
