@@ -9,7 +9,8 @@
 # Environment (defaults in brackets):
 #   RANKS ["1 2 4 8 16"]  THREADS [16: the one-rank run's threads]
 #   N, M [1000000]: strong scaling, points and queries in all
-#   WEAK_N, WEAK_M [1000000]: weak scaling, per rank
+#   WEAK_N, WEAK_M [1000000]: weak scaling, per rank (each rank's cell a unit cube:
+#     kdforge-mpi-bench --weak-domain grow, its default)
 #   DISTS ["uniform clustered"]  OWNERS ["any cell"] (--query-owner)
 #   OPS [knn,closest,radius]  K [1,8]  REPS [5]  VERIFY [1000]
 #   OUT [scaling-out]: scaling.csv, scaling.md, *.png
