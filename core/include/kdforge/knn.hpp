@@ -29,6 +29,7 @@ void knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k,
   KDFORGE_REQUIRE(k >= 1, "knn", "k must be >= 1 (got ", k, ")");
   T const sq_cutoff = detail::checked_sq_radius<T>(options.cutoff_radius, "knn", "QueryOptions::cutoff_radius");
   if constexpr (kernels::is_bucket_tree<Tree>::value) { // run-time dimension: queries M x D
+    KDFORGE_REQUIRE(!bounds.extent(0), "knn", "internal: per-query bounds on a bucket tree");
     detail::check_bucket_queries(exec, tree, queries, "knn");
     std::int64_t const m = std::int64_t(queries.extent(0));
     detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
@@ -39,19 +40,18 @@ void knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k,
                                    options.brute_force_method, "knn");
     else
       detail::run_bucket_knn(exec, tree, queries, k, out, sq_cutoff, options.exclude_self);
-    KDFORGE_REQUIRE(!bounds.extent(0), "knn", "internal: per-query bounds on a bucket tree");
     (void)workspace;
   } else {
     detail::refuse_bucket_only_options(options, "knn");
     auto const walk = detail::make_walk<Exec>(options, "knn");
     auto q = detail::query_points<Exec, Tree>(exec, queries);
     std::int64_t const m = std::int64_t(q.extent(0));
+    KDFORGE_REQUIRE(!bounds.extent(0) || std::int64_t(bounds.extent(0)) == m, "knn", "internal: ", bounds.extent(0),
+                    " bounds for ", m, " queries");
     detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
     detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
     int const regroup = detail::regroup_iterations<Exec>(options, walk, std::int64_t(tree.node_count()), m, k, "knn");
     detail::with_fixed_split<Exec>(tree, [&](auto const& t) {
-      KDFORGE_REQUIRE(!bounds.extent(0) || std::int64_t(bounds.extent(0)) == m, "knn",
-                      "internal: ", bounds.extent(0), " bounds for ", m, " queries");
       detail::run_knn(exec, t, q, k, out, sq_cutoff, walk, options.order, regroup, workspace,
                       options.check_queries, "knn", bounds);
     });

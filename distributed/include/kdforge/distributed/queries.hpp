@@ -85,7 +85,7 @@ struct Runs {
   Kokkos::View<std::int64_t*, MS> offsets; // global offset of each rank
   Kokkos::View<std::int32_t*, MS> counts; // by send position (kNN only; empty for radius)
   /// 0: rows at entry_offsets; k: row s in slots s*k .. s*k+k-1, its
-  /// length counts(s) (FixedRows: the second kNN phase)
+  /// length counts(s) (send_back_slots: closest point's second phase)
   std::int64_t stride = 0;
   /// Whether the pair's rank wrote its row straight into the phase-1 rows
   /// (its own queries with one source: SelfRows), returning no entries.
