@@ -121,6 +121,47 @@ TEST_CASE_TEMPLATE("segmented_sort_by_key matches a per-segment std::stable_sort
   }
 }
 
+// Few long segments: the builders' presorts (3 or D lists of N keys). On
+// GPUs these take one device-wide sort of (segment, key bits) keys instead
+// of one thread block per segment; bits outside the sorted range must come
+// back with their keys, ties in input order.
+TEST_CASE_TEMPLATE("segmented_sort_by_key of a few long segments matches a per-segment std::stable_sort", Exec,
+                   KDFORGE_TEST_SPACES) {
+  std::size_t const n = (std::size_t(1) << 17) + 5;
+  std::mt19937_64 rng(11);
+  auto layouts = std::vector<std::vector<int>>{
+      {0, int(n)},                                      // one segment
+      {0, int(n / 3), int(n / 3), int(2 * n / 3), int(n)}, // three, and an empty one
+  };
+  std::vector<int> many{0}; // 64 segments of random lengths, some empty
+  for (int s = 1; s < 64; ++s) many.push_back(rng() % 5 == 0 ? many.back() : int(std::min<std::size_t>(n, std::size_t(many.back()) + rng() % (n / 32))));
+  many.push_back(int(n));
+  layouts.push_back(many);
+  auto run = [&](auto key_type, int b, int e) {
+    using K = decltype(key_type);
+    for (auto const& offsets : layouts)
+      for (Keys kind : {Keys::random, Keys::few_distinct, Keys::all_equal}) {
+        CAPTURE(offsets.size() - 1);
+        CAPTURE(b);
+        CAPTURE(e);
+        auto keys = make_keys<K>(n, kind, offsets.size() + std::size_t(e));
+        std::vector<int> vals(n);
+        std::iota(vals.begin(), vals.end(), 0);
+        auto dk = to_device<Exec>(keys, "k");
+        auto dv = to_device<Exec>(vals, "v");
+        auto doff = to_device<Exec>(offsets, "off");
+        backend::segmented_sort_by_key(Exec{}, dk, dv, doff, b, e);
+        for (std::size_t s = 0; s + 1 < offsets.size(); ++s) reference_sort(keys, vals, b, e, offsets[s], offsets[s + 1]);
+        CHECK(to_host(dk) == keys);
+        CHECK(to_host(dv) == vals);
+      }
+  };
+  run(std::uint32_t{}, 0, 32);  // whole keys (the presorts)
+  run(std::uint32_t{}, 4, 20);  // a bit range: the bits around it travel with their keys
+  run(std::uint64_t{}, 0, 48);  // 48 + 6 segment bits fit 64
+  run(std::uint64_t{}, 0, 64);  // no room for segment bits beside 64 key bits: the segmented sort
+}
+
 TEST_CASE_TEMPLATE("exclusive_scan returns the prefix sums and the total, with or without a kept workspace", Exec,
                    KDFORGE_TEST_SPACES) {
   std::mt19937_64 rng(3);
