@@ -160,6 +160,17 @@ TEST_CASE_TEMPLATE("segmented_sort_by_key of a few long segments matches a per-s
   run(std::uint32_t{}, 4, 20);  // a bit range: the bits around it travel with their keys
   run(std::uint64_t{}, 0, 48);  // 48 + 6 segment bits fit 64
   run(std::uint64_t{}, 0, 64);  // no room for segment bits beside 64 key bits: the segmented sort
+  // a memory limit that holds the segmented sort's buffers (a key and a
+  // value per element, each its own allocation) but not the one-array
+  // sort's: the sort still succeeds, by the segmented sort
+  kdforge::set_memory_limit(n * 12); // the one-array sort's 16 bytes per element in one allocation would not fit
+  try {
+    run(std::uint32_t{}, 0, 32);
+  } catch (...) {
+    kdforge::set_memory_limit(0);
+    throw;
+  }
+  kdforge::set_memory_limit(0);
 }
 
 TEST_CASE_TEMPLATE("exclusive_scan returns the prefix sums and the total, with or without a kept workspace", Exec,

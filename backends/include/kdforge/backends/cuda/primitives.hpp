@@ -108,7 +108,11 @@ void sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std::size_t n,
 // with the positions as values, then a gather, orders every segment the
 // same way (CUB's radix sorts are stable) on the whole GPU. Many short
 // segments stay with the segmented sort, which suits them, and so does any
-// call whose segment and key bits do not fit 64 bits together.
+// call whose segment and key bits do not fit 64 bits together, and any
+// for which free memory (within kdforge::set_memory_limit) holds less than
+// twice the composite path's buffers: 24 bytes and a key and a value per
+// element where the segmented sort needs a key and a value, so the
+// builders' memory estimates, made for the segmented sort, stay safe.
 inline constexpr std::size_t composite_sort_max_segments = 64;
 inline constexpr std::size_t composite_sort_min_items = std::size_t(1) << 16;
 
@@ -156,7 +160,9 @@ void segmented_sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std:
   int const width = end_bit - begin_bit;
   int seg_bits = 0;
   while ((std::size_t(1) << seg_bits) < num_segments) ++seg_bits;
-  if (num_segments <= composite_sort_max_segments && n >= composite_sort_min_items && width + seg_bits <= 64) {
+  std::size_t const composite_bytes = n * (2 * sizeof(std::uint64_t) + 2 * sizeof(std::uint32_t) + sizeof(K) + sizeof(V));
+  if (num_segments <= composite_sort_max_segments && n >= composite_sort_min_items && width + seg_bits <= 64 &&
+      backend::available_bytes_in<Kokkos::CudaSpace>() / 2 >= composite_bytes) {
     using Comp = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>;
     using Pos = Kokkos::View<std::uint32_t*, Kokkos::CudaSpace>;
     auto comp = backend::allocate<Comp>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::composite"), 2 * n);

@@ -299,7 +299,9 @@ struct GatherPoints {
 /// Bytes the build holds at its peak for N points in D dimensions: the
 /// points and their copy in tree order, D sorted lists twice (double
 /// buffered), their keys during the presort and the sort's own buffers,
-/// the partition flags and their scan.
+/// the partition flags and their scan. (On GPUs a presort of at most 64
+/// lists takes more, 24 bytes per entry, only where free memory holds twice
+/// that: backends/cuda/primitives.hpp. What the build needs stays this.)
 template <class T, class Index>
 std::int64_t peak_bytes(std::int64_t n, std::int64_t dim) {
   std::int64_t const dn = n * dim;
