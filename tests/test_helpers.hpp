@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <Kokkos_Core.hpp>
+#include <kdforge/base/memory.hpp>
 #include <kdforge/base/types.hpp>
 
 #include <cmath>
@@ -13,6 +14,16 @@
 #include <vector>
 
 namespace kdforge::test {
+
+/// Restores the memory limit and disarms the failure injection when a test
+/// ends, however it ends.
+struct MemoryGuard {
+  MemoryGuard() { detail::fail_allocation_after(-1); }
+  ~MemoryGuard() {
+    set_memory_limit(0);
+    detail::fail_allocation_after(-1);
+  }
+};
 
 // Every test runs on the configured default space and, where it differs, on
 // Kokkos::Serial, so one binary compares the build's backend to the serial one;

@@ -29,20 +29,11 @@
 
 using namespace kdforge;
 using test::Distribution;
+using test::MemoryGuard;
 using test::to_device;
 using test::to_host;
 
 namespace {
-
-/// Restores the memory limit and disarms the failure injection when a test
-/// ends, however it ends.
-struct MemoryGuard {
-  MemoryGuard() { detail::fail_allocation_after(-1); }
-  ~MemoryGuard() {
-    set_memory_limit(0);
-    detail::fail_allocation_after(-1);
-  }
-};
 
 /// The contents of any View, flattened on the host (for before/after checks).
 template <class V>

@@ -163,14 +163,9 @@ TEST_CASE_TEMPLATE("segmented_sort_by_key of a few long segments matches a per-s
   // a memory limit that holds the segmented sort's buffers (a key and a
   // value per element, each its own allocation) but not the one-array
   // sort's: the sort still succeeds, by the segmented sort
-  kdforge::set_memory_limit(n * 12); // the one-array sort's 16 bytes per element in one allocation would not fit
-  try {
-    run(std::uint32_t{}, 0, 32);
-  } catch (...) {
-    kdforge::set_memory_limit(0);
-    throw;
-  }
-  kdforge::set_memory_limit(0);
+  test::MemoryGuard guard;
+  kdforge::set_memory_limit(n * 12); // the one-array sort's workspace, 12 bytes per element in one allocation, would not fit
+  run(std::uint32_t{}, 0, 32);
 }
 
 TEST_CASE_TEMPLATE("exclusive_scan returns the prefix sums and the total, with or without a kept workspace", Exec,

@@ -163,25 +163,18 @@ void segmented_sort_by_key_impl(Kokkos::Cuda const& exec, K* keys, V* vals, std:
   std::size_t const composite_bytes = n * (2 * sizeof(std::uint64_t) + 2 * sizeof(std::uint32_t) + sizeof(K) + sizeof(V));
   if (num_segments <= composite_sort_max_segments && n >= composite_sort_min_items && width + seg_bits <= 64 &&
       backend::available_bytes_in<Kokkos::CudaSpace>() / 2 >= composite_bytes) {
-    using Comp = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>;
-    using Pos = Kokkos::View<std::uint32_t*, Kokkos::CudaSpace>;
-    auto comp = backend::allocate<Comp>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::composite"), 2 * n);
-    auto pos = backend::allocate<Pos>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::positions"), 2 * n);
+    auto comp = backend::allocate<Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::composite"), n);
+    auto pos = backend::allocate<Kokkos::View<std::uint32_t*, Kokkos::CudaSpace>>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::positions"), n);
     Kokkos::parallel_for("kdforge::backend::segsort::composite", Kokkos::RangePolicy<Kokkos::Cuda>(exec, 0, std::int64_t(n)),
                          CompositeSortKeys<K, O>{keys, offsets, nseg, begin_bit, width, comp.data(), pos.data()});
-    cub::DoubleBuffer<std::uint64_t> cb(comp.data(), comp.data() + n);
-    cub::DoubleBuffer<std::uint32_t> pb(pos.data(), pos.data() + n);
-    CubItems const items = cub_num_items(n);
-    std::size_t bytes = 0;
-    cuda_check(cub::DeviceRadixSort::SortPairs(nullptr, bytes, cb, pb, items, 0, width + seg_bits, exec.cuda_stream()),
-               "cub::DeviceRadixSort::SortPairs (size query)");
-    auto temp = cuda_temp_storage(bytes);
-    cuda_check(cub::DeviceRadixSort::SortPairs(temp.data(), bytes, cb, pb, items, 0, width + seg_bits, exec.cuda_stream()),
-               "cub::DeviceRadixSort::SortPairs");
+    Kokkos::View<char*, Kokkos::CudaSpace> workspace; // the sort's alternate buffers and CUB's storage
+    sort_by_key_async_impl(exec, comp.data(), pos.data(), n, 0, width + seg_bits, workspace);
     auto key_out = backend::allocate<Kokkos::View<K*, Kokkos::CudaSpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::keys_alt"), n);
     auto val_out = backend::allocate<Kokkos::View<V*, Kokkos::CudaSpace>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::segsort::values_alt"), n);
     Kokkos::parallel_for("kdforge::backend::segsort::gather", Kokkos::RangePolicy<Kokkos::Cuda>(exec, 0, std::int64_t(n)),
-                         GatherSorted<K, V>{pb.Current(), keys, vals, key_out.data(), val_out.data()});
+                         GatherSorted<K, V>{pos.data(), keys, vals, key_out.data(), val_out.data()});
     cuda_check(cudaMemcpyAsync(keys, key_out.data(), n * sizeof(K), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
     cuda_check(cudaMemcpyAsync(vals, val_out.data(), n * sizeof(V), cudaMemcpyDeviceToDevice, exec.cuda_stream()), "cudaMemcpyAsync");
     exec.fence(); // the buffers die with this scope
