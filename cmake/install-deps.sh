@@ -3,6 +3,8 @@
 # (as root, or through sudo). Kokkos itself is bootstrapped by CMake.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ make patch xz-utils libtbb-dev doctest-dev libcli11-dev nlohmann-json3-dev
+      # the test command's compiler cache (tests/run-tests.sh)
+      ccache
       # the benchmark driver's baseline and the comparison report's plots (perf/)
       libnanoflann-dev python3 gnuplot-nox
       # the descriptor benchmark's baselines (perf/descriptors; faiss on OpenBLAS, not the reference BLAS)

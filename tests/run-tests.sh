@@ -26,6 +26,9 @@
 #   KDFORGE_FUZZ_SECONDS   seconds each libFuzzer target runs after replaying its corpus
 #                          (default 60, two at a time; 0 skips; tests/README.md, Fuzzing)
 #   KDFORGE_FUZZ_SEED      their random seed (default 1)
+#   KDFORGE_CCACHE         ON (default, where ccache is installed): every compile goes through
+#                          ccache, its cache in ~/.cache/kdforge/ccache (CCACHE_DIR overrides),
+#                          so a clean clone of sources compiled before rebuilds only what changed
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 here=$PWD
@@ -55,6 +58,27 @@ bash cmake/install-deps.sh
 step_end "dependencies"
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+# --- the compiler cache: paths are hashed relative to the checkout
+# (CCACHE_BASEDIR, CCACHE_NOHASHDIR), so one clone's objects serve the next
+# clone of the same sources. CMake reads the launcher from the environment
+# when it configures a new build tree: every build below uses it, the
+# examples' consumer projects and the fuzz targets included.
+if [ "${KDFORGE_CCACHE:-ON}" = ON ] && command -v ccache >/dev/null; then
+  export CCACHE_DIR=${CCACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kdforge/ccache}
+  export CCACHE_BASEDIR=$here CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
+  # depend mode: the compiler's own dependency file (-MD), not a separate
+  # preprocessor run, lists the headers; ccache cannot preprocess through
+  # Kokkos' nvcc_wrapper, so without it no Cuda object would be cached
+  export CCACHE_DEPEND=1
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  ccache --zero-stats >/dev/null
+  ccache_report() { echo "=== kdforge: compiler cache ($CCACHE_DIR)"; ccache --show-stats | grep -E 'Hits|Misses' || true; }
+else
+  ccache_report() { :; }
+fi
+trap 'ccache_report; step_summary' EXIT
+# ---
 
 # --- the Python module (python/): built and its pytest suite run in the
 # OpenMP build only (ctest's kdforge_python); the other builds leave it out
