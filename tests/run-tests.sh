@@ -52,7 +52,8 @@ step_summary() {
   for i in "${!step_names[@]}"; do printf '  %-40s %6s s\n' "${step_names[$i]}" "${step_secs[$i]}"; done
   printf '  %-40s %6s s\n' total "$SECONDS"
 }
-trap step_summary EXIT
+ccache_report() { :; } # the compiler cache's hits and misses, where it is on (below)
+trap 'ccache_report; step_summary' EXIT
 
 bash cmake/install-deps.sh
 step_end "dependencies"
@@ -74,10 +75,7 @@ if [ "${KDFORGE_CCACHE:-ON}" = ON ] && command -v ccache >/dev/null; then
   export CMAKE_CXX_COMPILER_LAUNCHER=ccache
   ccache --zero-stats >/dev/null
   ccache_report() { echo "=== kdforge: compiler cache ($CCACHE_DIR)"; ccache --show-stats | grep -E 'Hits|Misses' || true; }
-else
-  ccache_report() { :; }
 fi
-trap 'ccache_report; step_summary' EXIT
 # ---
 
 # --- the Python module (python/): built and its pytest suite run in the
