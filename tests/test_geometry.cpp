@@ -116,6 +116,12 @@ TEST_CASE_TEMPLATE("node boxes are kept where the points leave their cells empty
       CHECK(!tree.node_boxes().empty());
     CHECK(tree.box_fill() >= 0.0);
     CHECK(tree.box_fill() <= 1.0);
+    // the automatic rule: below the target's fill, or points with no width in some dimension
+    bool flat = false;
+    for (int d = 0; d < 3; ++d) flat = flat || !(tree.bounds().hi[d] > tree.bounds().lo[d]);
+    CHECK(!tree.node_boxes().empty() == (tree.box_fill() < kernels::automatic_box_fill<Exec>() || flat));
+    // GPUs keep them for fuller cells than CPUs (clustered points: see node_boxes.hpp)
+    CHECK(kernels::automatic_box_fill<Exec>() == (detail::runs_on_gpu<Exec>() ? 0.95 : 0.8));
     // the boxes are tight: each holds its sub-tree's points, touching them on every side
     if (!tree.node_boxes().empty()) {
       auto const boxes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.node_boxes().records);
@@ -143,6 +149,38 @@ TEST_CASE_TEMPLATE("node boxes are kept where the points leave their cells empty
         CHECK(boxes(s).box.min_index == min_index);
       }
     }
+  }
+}
+
+// Radius walks leave the node boxes aside (kernels/query/radius.hpp,
+// radius_walk_tree), except for capped rows, whose bound shrinks, and, on
+// GPUs, for points with no width in some dimension, where only the boxes
+// prune a query off the points. The tree itself keeps its boxes.
+TEST_CASE_TEMPLATE("radius walks leave node boxes aside where they do not pay", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  constexpr bool gpu = detail::runs_on_gpu<Exec>();
+  for (auto dist : {Distribution::sphere, Distribution::tilted_plane, Distribution::plane, Distribution::line}) {
+    CAPTURE(std::string(test::name(dist)));
+    auto const pts = test::make_points<float, 3>(5000, dist, 31);
+    BuildOptions bo;
+    bo.node_boxes = NodeBoxPolicy::always;
+    auto const tree = build_left_balanced(exec, to_device<Exec>(pts, "points"), bo);
+    REQUIRE(!tree.node_boxes().empty());
+    bool flat = false;
+    for (int d = 0; d < 3; ++d) flat = flat || !(tree.bounds().hi[d] > tree.bounds().lo[d]);
+    CHECK(flat == (dist == Distribution::plane));
+    auto const walked = detail::radius_walk_tree<Exec>(tree, false);
+    CHECK(walked.node_boxes().empty() == !(gpu && flat));
+    CHECK(walked.box_fill() == tree.box_fill());
+    CHECK(walked.size() == tree.size());
+    CHECK(!detail::radius_walk_tree<Exec>(tree, true).node_boxes().empty());
+    CHECK(!tree.node_boxes().empty());
+    SplitSortOptions so;
+    so.node_boxes = NodeBoxPolicy::always;
+    auto const median = build_split_sort(exec, to_device<Exec>(pts, "points"), so);
+    REQUIRE(!median.node_boxes().empty());
+    CHECK(detail::radius_walk_tree<Exec>(median, false).node_boxes().empty() == !(gpu && flat));
+    CHECK(!detail::radius_walk_tree<Exec>(median, true).node_boxes().empty());
   }
 }
 

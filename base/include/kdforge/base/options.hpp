@@ -29,7 +29,9 @@ enum class NonFinitePolicy {
 
 /// Whether a tree keeps the boxes of its inner nodes' sub-trees, which let
 /// the queries prune by where the points are (surfaces, planes, lines,
-/// clusters) rather than by the split planes alone.
+/// clusters) rather than by the split planes alone. Radius searches leave
+/// them aside where they cost more than they prune (see
+/// kernels/query/radius.hpp, radius_walk_tree).
 enum class NodeBoxPolicy {
   automatic, ///< kept when the points leave most of their cells empty (see kernels/trees/node_boxes.hpp)
   always,

@@ -50,6 +50,37 @@ struct SqRadii {
 template <class Tree>
 using SqRadiiFor = SqRadii<typename Tree::coordinate_type, typename Tree::memory_space>;
 
+/// The tree a radius walk runs on: `tree` with its node boxes left aside,
+/// unless the rows keep only their nearest neighbours (`nearest_only`,
+/// RadiusOptions::max_neighbors >= 0: a bound that shrinks, whose ties the
+/// boxes' smallest indices prune). A radius walk's bound is fixed, so a box
+/// prunes only a sub-tree whose cell reaches into the ball while its points
+/// do not; measured on an H200 and on 2 CPU cores (docs/performance.md,
+/// Geometry), loading and testing the boxes cost more than that saves on
+/// every distribution, uniform to LiDAR. Results do not change: boxes are
+/// lower bounds, and radius rows keep the plane order. GPUs keep the boxes
+/// of points whose box has no width in some dimension (an axis-aligned plane
+/// or line): their walks of trees without boxes test the split planes alone
+/// (see with_fixed_split), and there only the boxes prune a query off the
+/// points; CPU walks start from q's offsets to the points' box, which do.
+template <class Exec, class Tree>
+Tree radius_walk_tree(Tree const& tree, bool nearest_only) {
+  if constexpr (kernels::has_node_boxes<Tree>) {
+    if (nearest_only || tree.node_boxes().empty()) return tree;
+    if constexpr (runs_on_gpu<Exec>()) {
+      auto const bounds = tree.bounds();
+      for (int d = 0; d < Tree::dimension; ++d)
+        if (!(bounds.hi[d] > bounds.lo[d])) return tree;
+    }
+    Tree t = tree;
+    t.set_node_boxes({}, tree.box_fill());
+    return t;
+  } else {
+    (void)nearest_only;
+    return tree;
+  }
+}
+
 template <class Tree>
 struct CountVisitor {
   using T = typename Tree::coordinate_type;
@@ -318,7 +349,7 @@ void run_radius_count(Exec const& exec, Tree const& tree, QV const& q, SqRadiiFo
   if (m == 0) return;
   Region region("kdforge::radius_count");
   auto order = prepare_queries(exec, tree, q, order_option, workspace, check);
-  with_fixed_split<Exec>(tree, [&](auto const& t) {
+  with_fixed_split<Exec>(radius_walk_tree<Exec>(tree, false), [&](auto const& t) {
     using FT = std::decay_t<decltype(t)>;
     Kokkos::parallel_for("kdforge::radius::count", QueryPolicy<Exec>(exec, 0, m),
                          RadiusCountFunctor<FT, QV, decltype(order), Counts>{t, q, order, counts, sq_r, cap, walk});
@@ -392,6 +423,7 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
   Region region("kdforge::radius_search");
   std::int64_t const m = std::int64_t(q.extent(0));
   auto order = prepare_queries(exec, tree, q, options.order, workspace, options.check_queries);
+  Tree const walked = radius_walk_tree<Exec>(tree, options.max_neighbors >= 0);
 
   using Result = RadiusResultFor<Exec, Tree>;
   ensure_extents(workspace.radius_offsets, "kdforge::radius::counts", m + 1);
@@ -425,7 +457,7 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
       std::size_t const budget = backend::available_bytes_in<Kokkos::HostSpace>();
       Kokkos::parallel_for("kdforge::radius::count_and_append", ChunkPolicy(exec, 0, n_chunks),
                            RadiusAppendFunctor<Tree, QV, decltype(order), decltype(counts)>{
-                               tree, q, order, counts, sq_r, walk, m, chunk, &rows, &out_of_memory, &held, budget});
+                               walked, q, order, counts, sq_r, walk, m, chunk, &rows, &out_of_memory, &held, budget});
       exec.fence();
       if (out_of_memory.load()) {
         std::size_t found = 0;
@@ -443,14 +475,14 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
   } else if (m > 0 && buffered) {
     bidx = backend::allocate<decltype(bidx)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_indices"), m, options.buffer_size);
     bdist = backend::allocate<decltype(bdist)>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::radius::buffer_sq_distances"), m, options.buffer_size);
-    with_fixed_split<Exec>(tree, [&](auto const& t) {
+    with_fixed_split<Exec>(walked, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::count_and_buffer", QueryPolicy<Exec>(exec, 0, m),
                            RadiusBufferFunctor<FT, QV, decltype(order), decltype(counts), decltype(bidx),
                                                        decltype(bdist)>{t, q, order, counts, bidx, bdist, sq_r, walk});
     });
   } else if (m > 0) {
-    with_fixed_split<Exec>(tree, [&](auto const& t) {
+    with_fixed_split<Exec>(walked, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::count", QueryPolicy<Exec>(exec, 0, m),
                            RadiusCountFunctor<FT, QV, decltype(order), decltype(counts)>{
@@ -476,14 +508,14 @@ void run_radius_search(Exec const& exec, Tree const& tree, QV const& q, SqRadiiF
   if (appended) {
     // copied above
   } else if (m > 0 && buffered) {
-    with_fixed_split<Exec>(tree, [&](auto const& t) {
+    with_fixed_split<Exec>(walked, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::copy", Kokkos::RangePolicy<Exec>(exec, 0, m),
                            RadiusCopyFunctor<FT, QV, decltype(order), Result, decltype(bidx), decltype(bdist)>{
                                t, q, order, res, bidx, bdist, sq_r, options.sort, walk});
     });
   } else if (m > 0) {
-    with_fixed_split<Exec>(tree, [&](auto const& t) {
+    with_fixed_split<Exec>(walked, [&](auto const& t) {
       using FT = std::decay_t<decltype(t)>;
       Kokkos::parallel_for("kdforge::radius::fill", QueryPolicy<Exec>(exec, 0, m),
                            RadiusFillFunctor<FT, QV, decltype(order), Result>{

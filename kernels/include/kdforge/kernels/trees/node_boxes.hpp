@@ -444,9 +444,18 @@ double box_fill(Exec const& exec, Tree const& tree) {
 }
 
 /// NodeBoxPolicy::automatic keeps a tree's boxes when their fill is below
-/// this: where the points fill their cells (uniform data: ~0.99), the boxes
-/// prune little beyond the split planes and cost memory and loads.
-inline constexpr double automatic_box_fill = 0.8;
+/// this: where the points fill their cells (uniform data, half of them
+/// copies, a 1000 : 1 : 1 box: 0.978-1.0 from 10^3 to 10^7 points), the
+/// boxes prune little beyond the split planes and cost memory and loads.
+/// Clustered points (sqrt(N) Gaussian blobs: 0.86 at 10^6 points, 0.93 at
+/// 10^7) are where the targets part: on GPUs their boxes make kNN k = 8
+/// 1.2x (10^6) to 2.4x (10^7) and closest point 1.9-4x faster (an H200), on
+/// CPUs the box tests cost more than the pruning saves (kNN 1.8x slower on
+/// 2 cores); docs/performance.md, Geometry.
+template <class Exec>
+constexpr double automatic_box_fill() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible ? 0.8 : 0.95;
+}
 
 /// Computes the node boxes of `tree` and keeps them as `policy` says.
 template <class Exec, class Tree>
@@ -462,7 +471,7 @@ void attach_node_boxes(Exec const& exec, Tree& tree, NodeBoxPolicy policy) {
   auto const bounds = tree.bounds();
   for (int d = 0; d < Tree::dimension; ++d) degenerate = degenerate || !(bounds.hi[d] > bounds.lo[d]);
   bool const keep =
-      policy == NodeBoxPolicy::always || fill < automatic_box_fill || (degenerate && tree.node_count() > 1);
+      policy == NodeBoxPolicy::always || fill < automatic_box_fill<Exec>() || (degenerate && tree.node_count() > 1);
   tree.set_node_boxes(keep ? build_node_boxes(exec, tree) : decltype(build_node_boxes(exec, tree)){}, fill);
 }
 
