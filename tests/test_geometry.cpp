@@ -61,6 +61,14 @@ std::vector<Point<T, D>> make_queries(std::vector<Point<T, D>> const& pts, Query
   return q;
 }
 
+/// Whether a tree's points have no width in some dimension (an axis-aligned plane or line).
+template <class Tree>
+bool has_flat_dimension(Tree const& tree) {
+  bool flat = false;
+  for (int d = 0; d < Tree::dimension; ++d) flat = flat || !(tree.bounds().hi[d] > tree.bounds().lo[d]);
+  return flat;
+}
+
 } // namespace
 
 TEST_CASE_TEMPLATE("every distribution, builder and query kind equals brute force", Exec, KDFORGE_TEST_SPACES) {
@@ -117,9 +125,8 @@ TEST_CASE_TEMPLATE("node boxes are kept where the points leave their cells empty
     CHECK(tree.box_fill() >= 0.0);
     CHECK(tree.box_fill() <= 1.0);
     // the automatic rule: below the target's fill, or points with no width in some dimension
-    bool flat = false;
-    for (int d = 0; d < 3; ++d) flat = flat || !(tree.bounds().hi[d] > tree.bounds().lo[d]);
-    CHECK(!tree.node_boxes().empty() == (tree.box_fill() < kernels::automatic_box_fill<Exec>() || flat));
+    CHECK(!tree.node_boxes().empty() ==
+          (tree.box_fill() < kernels::automatic_box_fill<Exec>() || has_flat_dimension(tree)));
     // GPUs keep them for fuller cells than CPUs (clustered points: see node_boxes.hpp)
     CHECK(kernels::automatic_box_fill<Exec>() == (detail::runs_on_gpu<Exec>() ? 0.95 : 0.8));
     // the boxes are tight: each holds its sub-tree's points, touching them on every side
@@ -166,8 +173,7 @@ TEST_CASE_TEMPLATE("radius walks leave node boxes aside where they do not pay", 
     bo.node_boxes = NodeBoxPolicy::always;
     auto const tree = build_left_balanced(exec, to_device<Exec>(pts, "points"), bo);
     REQUIRE(!tree.node_boxes().empty());
-    bool flat = false;
-    for (int d = 0; d < 3; ++d) flat = flat || !(tree.bounds().hi[d] > tree.bounds().lo[d]);
+    bool const flat = has_flat_dimension(tree);
     CHECK(flat == (dist == Distribution::plane));
     auto const walked = detail::radius_walk_tree<Exec>(tree, false);
     CHECK(walked.node_boxes().empty() == !(gpu && flat));
