@@ -295,6 +295,118 @@ TEST_CASE_TEMPLATE("bucket trees on degenerate input: copies of one point, one a
   check_bucket_tree(tree, x, n, 1, 8);
 }
 
+// The builder's rules (section II, and the fallbacks the builder's header
+// states) replayed on the host, node by node along the built tree: the
+// first widest side of the node's box, its midpoint, the median of the
+// sorted range where the midpoint splits nothing off or from level 32 on,
+// buckets of at most B points, children's lists as stable partitions of
+// their parent's, equal coordinates in input order. Checks the split of
+// every inner node and the order of every leaf's points.
+template <class Tree, class T>
+void check_bucket_rules(Tree const& tree, std::vector<T> const& pts, std::size_t n, int dim, std::int64_t bucket) {
+  using Index = typename Tree::index_type;
+  auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+  auto const idx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.original_indices());
+  auto const x = [&](std::int64_t i, int d) { return pts[std::size_t(i) * std::size_t(dim) + std::size_t(d)]; };
+  // every dimension's list, sorted by (coordinate, input index)
+  std::vector<std::vector<std::int64_t>> root(static_cast<std::size_t>(dim), std::vector<std::int64_t>(n));
+  for (int d = 0; d < dim; ++d) {
+    auto& l = root[std::size_t(d)];
+    for (std::size_t i = 0; i < n; ++i) l[i] = std::int64_t(i);
+    std::stable_sort(l.begin(), l.end(), [&](std::int64_t a, std::int64_t b) { return x(a, d) < x(b, d); });
+  }
+  struct Job {
+    Index node;
+    int level;
+    std::vector<std::vector<std::int64_t>> lists;
+  };
+  std::vector<Job> todo;
+  if (n > 0) todo.push_back({Index(0), 0, root});
+  std::int64_t checked = 0;
+  while (!todo.empty()) {
+    Job job = std::move(todo.back());
+    todo.pop_back();
+    ++checked;
+    auto const node = nodes(job.node);
+    auto const& l0 = job.lists[0];
+    std::int64_t const count = std::int64_t(l0.size());
+    REQUIRE(std::int64_t(node.end) - std::int64_t(node.begin) == count);
+    if (count <= bucket) {
+      REQUIRE(node.is_leaf());
+      for (std::int64_t j = 0; j < count; ++j) CHECK(std::int64_t(idx(node.begin + Index(j))) == l0[std::size_t(j)]);
+      continue;
+    }
+    REQUIRE(!node.is_leaf());
+    int best = 0;
+    T width = T(-1);
+    for (int d = 0; d < dim; ++d) {
+      auto const& l = job.lists[std::size_t(d)];
+      T const w = x(l.back(), d) - x(l.front(), d);
+      if (w > width) {
+        width = w;
+        best = d;
+      }
+    }
+    auto const& lb = job.lists[std::size_t(best)];
+    T const lo = x(lb.front(), best), hi = x(lb.back(), best);
+    T value = T(0.5 * (double(lo) + double(hi)));
+    std::int64_t left = 0;
+    while (left < count && x(lb[std::size_t(left)], best) <= value) ++left;
+    if (job.level >= kernels::bfs::midpoint_levels || left == 0 || left == count) {
+      left = count / 2;
+      value = x(lb[std::size_t(left - 1)], best);
+    }
+    CAPTURE(job.node);
+    CAPTURE(job.level);
+    REQUIRE(node.split_dim == best);
+    REQUIRE(node.split_value == value);
+    REQUIRE(std::int64_t(nodes(node.left).end) - std::int64_t(nodes(node.left).begin) == left);
+    std::vector<char> goes_left(n, 0);
+    for (std::int64_t j = 0; j < left; ++j) goes_left[std::size_t(lb[std::size_t(j)])] = 1;
+    Job l{node.left, job.level + 1, {}}, r{node.right, job.level + 1, {}};
+    for (auto const& list : job.lists) {
+      l.lists.emplace_back();
+      r.lists.emplace_back();
+      for (std::int64_t i : list) (goes_left[std::size_t(i)] ? l.lists.back() : r.lists.back()).push_back(i);
+    }
+    todo.push_back(std::move(r));
+    todo.push_back(std::move(l));
+  }
+  CHECK(checked == std::int64_t(tree.node_count()));
+}
+
+TEST_CASE_TEMPLATE("bucket trees follow the builder's rules node by node (a host replay)", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  struct Case {
+    std::size_t n;
+    int dim;
+    Data data;
+    std::int64_t bucket;
+  };
+  // sizes past the builder's first guesses of its node and level buffers
+  // (buckets of one: 2N - 1 nodes), ties, one axis, copies of one point
+  for (Case c : {Case{5000, 3, Data::uniform, 1}, Case{3000, 3, Data::uniform, 8}, Case{2000, 5, Data::clustered, 4},
+                 Case{2500, 2, Data::duplicates, 3}, Case{1500, 4, Data::one_axis, 1}, Case{600, 3, Data::identical, 2},
+                 Case{700, 40, Data::manifold, 16}, Case{1, 3, Data::uniform, 1}, Case{2, 2, Data::uniform, 1}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.dim);
+    CAPTURE(name(c.data));
+    CAPTURE(c.bucket);
+    auto const x = make_rows<float>(c.n, c.dim, c.data, 77);
+    BucketOptions o;
+    o.bucket_size = c.bucket;
+    check_bucket_rules(build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutRight>(x, c.n, c.dim), o), x, c.n, c.dim,
+                       c.bucket);
+  }
+  // exponentially spaced values: the median levels from level 32 on
+  std::size_t const n = 2000;
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::ldexp(1.0, -int(i % 100)) * (1.0 + double(i / 100) * 1e-6);
+  BucketOptions o;
+  o.bucket_size = 2;
+  check_bucket_rules(build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutLeft>(x, n, 1), o), x, n, 1, 2);
+}
+
 TEST_CASE_TEMPLATE("bucket trees are identical on every backend", Exec, KDFORGE_TEST_SPACES) {
   using Host = Kokkos::DefaultHostExecutionSpace;
   int const dim = 24;

@@ -24,8 +24,9 @@
 //    every list (stable sorts and partitions), so the tree is the same on
 //    every backend.
 //  - The paper tracks node ownership per dimension; here one owner per
-//    position (binary search in the level's list of splitting nodes, whose
-//    ranges are in position order) serves all D lists.
+//    position serves all D lists: every position records the node it is in,
+//    and every node its index in the level's list of splitting nodes, so a
+//    level's owners are one pass over the N positions (AssignOwners).
 #include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
@@ -36,6 +37,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -156,18 +158,31 @@ struct ChooseSplit {
   }
 };
 
-/// The splitting node a position belongs to, or -1 (a leaf's position).
-template <class Split>
-KOKKOS_FUNCTION std::int64_t owner(Split const& split, std::int64_t count, std::int64_t p) {
-  std::int64_t lo = 0, hi = count; // last a with begin(a) <= p
-  while (lo < hi) {
-    std::int64_t const m = lo + (hi - lo) / 2;
-    if (std::int64_t(split(m).begin) <= p) lo = m + 1;
-    else hi = m;
+/// Per position, once per level: the splitting node that holds it (its
+/// index a in the level's list `split`, or -1 for a leaf's position), and
+/// the node that holds it from the next level on (split(a)'s left child up
+/// to its left part's size, else its right child: first_child + 2a, + 1).
+/// One position's two loads and two stores, in place of a binary search
+/// over the level's list by every entry of all D lists in each of three
+/// passes. split_index(v) is v's index in `split`, -1 for a leaf or a node
+/// that does not split on this level.
+template <class Owners, class SplitIndex, class Split>
+struct AssignOwners {
+  Owners owners;          // n
+  Owners holder;          // n: the node each position is in
+  SplitIndex split_index; // per node
+  Split split;
+  std::int64_t first_child;
+  KOKKOS_FUNCTION void operator()(std::int64_t p) const {
+    using Index = typename Owners::non_const_value_type;
+    Index const a = split_index(holder(p));
+    owners(p) = a;
+    if (a < 0) return;
+    auto const s = split(a);
+    bool const right = p - std::int64_t(s.begin) >= std::int64_t(s.left_count);
+    holder(p) = Index(first_child + 2 * std::int64_t(a) + (right ? 1 : 0));
   }
-  if (lo == 0) return -1;
-  return p < std::int64_t(split(lo - 1).end) ? lo - 1 : -1;
-}
+};
 
 /// side(i) for every point of a splitting node: 1 when it goes right (its
 /// rank in the split dimension's list is past the left part).
@@ -177,10 +192,10 @@ struct MarkSides {
   Nodes nodes;
   Split split;
   Side side;
+  Order owners;
   std::int64_t n;
-  std::int64_t count;
   KOKKOS_FUNCTION void operator()(std::int64_t p) const {
-    std::int64_t const a = owner(split, count, p);
+    std::int64_t const a = owners(p);
     if (a < 0) return;
     auto const s = split(a);
     int const d = nodes(s.node).split_dim;
@@ -189,17 +204,16 @@ struct MarkSides {
 };
 
 /// isleft over all D lists (1 for a splitting node's left points, else 0).
-template <class Order, class Split, class Side, class Flags>
+template <class Order, class Side, class Flags>
 struct LeftFlags {
   Order order;
-  Split split;
+  Order owners;
   Side side;
   Flags flags;
   std::int64_t n;
-  std::int64_t count;
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     std::int64_t const p = j % n;
-    std::int64_t const a = owner(split, count, p);
+    std::int64_t const a = owners(p);
     flags(j) = a >= 0 && side(order(j)) == 0 ? 1 : 0;
   }
 };
@@ -215,11 +229,11 @@ struct Scatter {
   Split split;
   Flags flags;
   Flags scan;
+  Order owners;
   std::int64_t n;
-  std::int64_t count;
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     std::int64_t const d = j / n, p = j - d * n;
-    std::int64_t const a = owner(split, count, p);
+    std::int64_t const a = owners(p);
     if (a < 0) {
       out(j) = order(j);
       return;
@@ -273,13 +287,28 @@ struct CompactNext {
   Flags scan;
   Split next;
   std::int64_t first_child;
+  Flags split_index = {}; // where the compacted nodes split next (bucket trees): their index in `next`, else -1
   KOKKOS_FUNCTION void operator()(std::int64_t c) const {
+    if (split_index.extent(0)) split_index(first_child + c) = flags(c) ? scan(c) : -1;
     if (!flags(c)) return;
     auto const node = nodes(first_child + c);
     using Index = decltype(node.begin);
     next(scan(c)) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
   }
 };
+
+/// A level's scratch View, kept across the levels of a build: reallocated
+/// (uninitialised, at least doubled) only where a level needs more than it
+/// holds. Allocating CUDA memory writes the allocation's header to the
+/// device and waits for it, so buffers allocated per level cost more than
+/// the level's kernels.
+template <class V>
+void at_least(V& v, std::int64_t size, char const* label) {
+  if (std::int64_t(v.extent(0)) >= size) return;
+  std::int64_t const grown = size > 2 * std::int64_t(v.extent(0)) ? size : 2 * std::int64_t(v.extent(0));
+  v = V();
+  v = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), grown);
+}
 
 /// The points in tree order (dimension 0's list) and their input indices.
 template <class PV, class Order, class Out, class Indices>
@@ -306,7 +335,8 @@ template <class T, class Index>
 std::int64_t peak_bytes(std::int64_t n, std::int64_t dim) {
   std::int64_t const dn = n * dim;
   std::int64_t const sort_phase = dn * std::int64_t(2 * sizeof(Key<T>) + 2 * sizeof(Index));
-  std::int64_t const level_phase = dn * std::int64_t(2 * sizeof(Index) + 2 * sizeof(Index));
+  std::int64_t const level_phase = dn * std::int64_t(2 * sizeof(Index) + 2 * sizeof(Index)) +
+                                   4 * n * std::int64_t(sizeof(Index)); // owners, holders, split indices
   return 2 * dn * std::int64_t(sizeof(T)) + (sort_phase > level_phase ? sort_phase : level_phase) +
          4 * n * std::int64_t(sizeof(Index) + 2 * dim * sizeof(T));
 }
@@ -345,8 +375,9 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     backend::segmented_sort_by_key(exec, keys, order, offsets);
   }
 
-  // nodes and boxes grow level by level (at most 2N - 1 nodes)
-  std::int64_t capacity = n < 512 ? 2 * n : 1024;
+  // nodes and boxes grow level by level (at most 2N - 1 nodes; trees of
+  // midpoint splits have about 2.9 N / B, so one doubling at most, as a rule)
+  std::int64_t capacity = n < 512 ? 2 * n : std::min<std::int64_t>(2 * n - 1, 3 * (n / bucket) + 1024);
   auto nodes = backend::allocate<Kokkos::View<NodeT*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::nodes"), capacity);
   auto boxes = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::boxes"),
                                                   capacity, 2 * dim);
@@ -355,17 +386,31 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
                        RootBox<decltype(pts), decltype(order), decltype(boxes)>{pts, order, boxes, n, dim});
 
   using Split = Kokkos::View<Splitting<Index>*, MS>;
-  auto split = backend::allocate<Split>("kdforge::bucket_tree::splitting", 1);
+  using Flags = Kokkos::View<Index*, MS>;
+  // a level's scratch is kept across levels and grows only when a level
+  // needs more (at_least)
+  Split split, next;
+  Flags next_flags, next_scan;
+  Kokkos::View<char*, MS> scan_space; // the vendor scans' temporary storage
+  std::int64_t const level_guess = std::min<std::int64_t>(n, n / bucket + 1024); // splitting nodes of a level, as a rule
+  at_least(split, level_guess, "kdforge::bucket_tree::splitting");
+  at_least(next, level_guess, "kdforge::bucket_tree::splitting");
+  at_least(next_flags, 2 * level_guess, "kdforge::bucket_tree::next_flags");
+  at_least(next_scan, 2 * level_guess, "kdforge::bucket_tree::next_scan");
   std::int64_t splitting = n > bucket ? 1 : 0;
   if (splitting) Kokkos::deep_copy(exec, Kokkos::subview(split, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
   std::int64_t node_count = 1;
   int level = 0;
-  Kokkos::View<Index*, MS> order_out, flags, scan;
+  Flags order_out, flags, scan, owners, holder, split_index;
   Kokkos::View<std::uint8_t*, MS> side;
   if (splitting) {
-    order_out = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order_out"), dn);
-    flags = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::flags"), dn);
-    scan = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::scan"), dn);
+    owners = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::owners"), n);
+    holder = backend::allocate<Flags>("kdforge::bucket_tree::holder", n); // all in the root
+    split_index = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::split_index"), capacity);
+    Kokkos::deep_copy(exec, Kokkos::subview(split_index, 0), Index(0));
+    order_out = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order_out"), dn);
+    flags = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::flags"), dn);
+    scan = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::scan"), dn);
     side = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::side"), n);
   }
   while (splitting > 0) { // Algorithm 2, one level
@@ -376,36 +421,38 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
       capacity = capacity < 2 * n - 1 ? capacity : 2 * n - 1;
       backend::resize_keeping(nodes, std::size_t(node_count), capacity);
       backend::resize_keeping(boxes, std::size_t(node_count), capacity, 2 * dim);
+      backend::resize_keeping(split_index, std::size_t(node_count), capacity);
     }
     Kokkos::parallel_for("kdforge::build_bucket_tree::split", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
-                         ChooseSplit<decltype(pts), decltype(order), decltype(boxes), decltype(nodes), Split>{
+                         ChooseSplit<decltype(pts), Flags, decltype(boxes), decltype(nodes), Split>{
                              pts, order, boxes, nodes, split, n, dim, level, first_child});
+    Kokkos::parallel_for("kdforge::build_bucket_tree::owners", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                         AssignOwners<Flags, Flags, Split>{owners, holder, split_index, split, first_child});
     Kokkos::parallel_for("kdforge::build_bucket_tree::sides", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         MarkSides<decltype(order), decltype(nodes), Split, decltype(side)>{order, nodes, split, side, n,
-                                                                                           splitting});
+                         MarkSides<Flags, decltype(nodes), Split, decltype(side)>{order, nodes, split, side, owners, n});
     Kokkos::parallel_for("kdforge::build_bucket_tree::flags", Kokkos::RangePolicy<Exec>(exec, 0, dn),
-                         LeftFlags<decltype(order), Split, decltype(side), decltype(flags)>{order, split, side, flags, n,
-                                                                                           splitting});
-    backend::exclusive_scan(exec, flags, scan);
+                         LeftFlags<Flags, decltype(side), Flags>{order, owners, side, flags, n});
+    backend::exclusive_scan_async(exec, flags, scan, scan_space); // its total is not needed
     Kokkos::parallel_for("kdforge::build_bucket_tree::scatter", Kokkos::RangePolicy<Exec>(exec, 0, dn),
-                         Scatter<decltype(order), Split, decltype(flags)>{order, order_out, split, flags, scan,
-                                                                                   n, splitting});
+                         Scatter<Flags, Split, Flags>{order, order_out, split, flags, scan, owners, n});
     std::swap(order, order_out);
     std::int64_t const children = 2 * splitting;
     Kokkos::parallel_for("kdforge::build_bucket_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
-                         ChildBoxes<decltype(pts), decltype(order), decltype(boxes), decltype(nodes)>{
-                             pts, order, boxes, nodes, n, dim, first_child});
+                         ChildBoxes<decltype(pts), Flags, decltype(boxes), decltype(nodes)>{pts, order, boxes, nodes, n,
+                                                                                            dim, first_child});
     // the children that split next
-    auto next_flags = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::bucket_tree::next_flags", children);
-    auto next_scan = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::bucket_tree::next_scan", children);
+    at_least(next_flags, children, "kdforge::bucket_tree::next_flags");
+    at_least(next_scan, children, "kdforge::bucket_tree::next_scan");
     Kokkos::parallel_for("kdforge::build_bucket_tree::next", Kokkos::RangePolicy<Exec>(exec, 0, children),
-                         SplitsNext<decltype(nodes), decltype(next_flags)>{nodes, next_flags, first_child, bucket});
-    std::int64_t const next_count = std::int64_t(backend::exclusive_scan(exec, next_flags, next_scan));
-    auto next = backend::allocate<Split>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::splitting"), next_count);
+                         SplitsNext<decltype(nodes), Flags>{nodes, next_flags, first_child, bucket});
+    std::int64_t const next_count = std::int64_t(
+        backend::exclusive_scan(exec, Kokkos::subview(next_flags, std::make_pair(std::int64_t(0), children)),
+                                Kokkos::subview(next_scan, std::make_pair(std::int64_t(0), children)), scan_space));
+    at_least(next, next_count, "kdforge::bucket_tree::splitting");
     Kokkos::parallel_for("kdforge::build_bucket_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
-                         CompactNext<decltype(nodes), decltype(next_flags), Split>{nodes, next_flags, next_scan, next,
-                                                                                   first_child});
-    split = next;
+                         CompactNext<decltype(nodes), Flags, Split>{nodes, next_flags, next_scan, next, first_child,
+                                                                    split_index});
+    std::swap(split, next);
     splitting = next_count;
     node_count += children;
     ++level;

@@ -229,9 +229,11 @@ struct CompactSplits {
   Flags flags;
   Flags scan;
   Split split;
+  Flags split_index; // per node: its index in `split`, or -1 (see bfs::AssignOwners)
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
-    if (!flags(a)) return;
     auto s = cand(a);
+    split_index(s.node) = flags(a) ? scan(a) : -1;
+    if (!flags(a)) return;
     s.left_count = dec(a).left_count;
     split(scan(a)) = s;
   }
@@ -239,11 +241,12 @@ struct CompactSplits {
 
 /// Links each splitting node to its children (first_child + 2a, + 1) and
 /// writes the children's records and cells.
-template <class Nodes, class Cells, class Split>
+template <class Nodes, class Cells, class Split, class SplitIndex>
 struct Commit {
   Nodes nodes;
   Cells cells;
   Split split;
+  SplitIndex split_index;
   std::int64_t first_child;
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
     using Node = typename Nodes::non_const_value_type;
@@ -257,6 +260,8 @@ struct Commit {
     Index const mid = Index(s.begin + s.left_count);
     nodes(l) = Node{Index(-1), Index(-1), s.begin, mid, -1, decltype(node.split_value)(0)};
     nodes(r) = Node{Index(-1), Index(-1), mid, s.end, -1, decltype(node.split_value)(0)};
+    split_index(l) = -1; // a candidate's becomes its place in the next level's list (CompactSplits)
+    split_index(r) = -1;
     for (int j = 0; j < 6; ++j) {
       cells(l, j) = cells(s.node, j);
       cells(r, j) = cells(s.node, j);
@@ -419,7 +424,8 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     backend::segmented_sort_by_key(exec, keys, order, offsets);
   }
 
-  std::int64_t capacity = n < 512 ? 2 * n + 8 : 1024;
+  // about n / 4 nodes for photons (T = 32): one doubling at most, as a rule
+  std::int64_t capacity = n < 512 ? 2 * n + 8 : n / 2;
   auto nodes = backend::allocate<Kokkos::View<NodeT*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::nodes"), capacity);
   auto boxes = backend::allocate<Boxes>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::boxes"), capacity, 2 * dim);
   auto cells = backend::allocate<Boxes>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::cells"), capacity, 2 * dim);
@@ -437,35 +443,58 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
 
   using Split = Kokkos::View<Splitting<Index>*, MS>;
   using Dec = Kokkos::View<Decision<T, Index>*, MS>;
-  auto cand = backend::allocate<Split>("kdforge::vvh_tree::candidates", 1);
+  using Flags = Kokkos::View<Index*, MS>;
+  // A level's scratch is kept across levels and grows only when a level
+  // needs more (bfs::at_least): allocating CUDA memory waits for the
+  // device, and ten allocations a level took more time than its kernels.
+  Split cand, next;
+  Dec dec;
+  Flags lflags, lscan; // per candidate (which split), then per child (which are candidates next)
+  Split split;
+  Kokkos::View<char*, MS> scan_space; // the vendor scans' temporary storage
+  // sized for the widest levels of photon sets (about n / 32 candidates),
+  // so that few levels grow them
+  std::int64_t const level_guess = n / 8 > 1024 ? n / 8 : 1024;
+  bfs::at_least(cand, level_guess, "kdforge::vvh_tree::candidates");
+  bfs::at_least(next, level_guess, "kdforge::vvh_tree::candidates");
+  bfs::at_least(dec, level_guess, "kdforge::vvh_tree::decisions");
+  bfs::at_least(split, level_guess, "kdforge::vvh_tree::splitting");
+  bfs::at_least(lflags, 2 * level_guess, "kdforge::vvh_tree::level_flags");
+  bfs::at_least(lscan, 2 * level_guess, "kdforge::vvh_tree::level_scan");
   std::int64_t candidates = n >= 2 ? 1 : 0;
   if (candidates) Kokkos::deep_copy(exec, Kokkos::subview(cand, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
   std::int64_t node_count = 1;
   std::vector<std::int64_t> level_begin = {0, 1}; // level L: nodes [level_begin[L], level_begin[L + 1])
   int level = 0;
-  Kokkos::View<Index*, MS> order_out, flags, scan;
+  Flags order_out, flags, scan, owners, holder, split_index;
   Kokkos::View<std::uint8_t*, MS> side;
   if (candidates) {
-    order_out = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order_out"), dn);
-    flags = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::flags"), dn);
-    scan = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::scan"), dn);
+    owners = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::owners"), n);
+    holder = backend::allocate<Flags>("kdforge::vvh_tree::holder", n); // all in the root
+    split_index = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::split_index"), capacity);
+    Kokkos::deep_copy(exec, Kokkos::subview(split_index, 0), Index(-1));
+    order_out = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order_out"), dn);
+    flags = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::flags"), dn);
+    scan = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::scan"), dn);
     side = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::side"), n);
   }
   while (candidates > 0) {
     kdforge::detail::Region r("kdforge::build_vvh_tree::level");
-    auto dec = backend::allocate<Dec>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::decisions"), candidates);
+    bfs::at_least(dec, candidates, "kdforge::vvh_tree::decisions");
     Kokkos::parallel_for("kdforge::build_vvh_tree::decide", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
                          Decide<decltype(pts), decltype(order), Boxes, Boxes, decltype(nodes), Split, Dec>{
                              pts, order, boxes, cells, nodes, cand, dec, n, level, p});
-    auto sflags = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::split_flags", candidates);
-    auto sscan = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::split_scan", candidates);
+    bfs::at_least(lflags, candidates, "kdforge::vvh_tree::level_flags");
+    bfs::at_least(lscan, candidates, "kdforge::vvh_tree::level_scan");
+    auto const sflags = Kokkos::subview(lflags, std::make_pair(std::int64_t(0), candidates));
+    auto const sscan = Kokkos::subview(lscan, std::make_pair(std::int64_t(0), candidates));
     Kokkos::parallel_for("kdforge::build_vvh_tree::split_flags", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
-                         SplitFlags<Dec, decltype(sflags)>{dec, sflags});
-    std::int64_t const splitting = std::int64_t(backend::exclusive_scan(exec, sflags, sscan));
+                         SplitFlags<Dec, Flags>{dec, lflags});
+    std::int64_t const splitting = std::int64_t(backend::exclusive_scan(exec, sflags, sscan, scan_space));
     if (splitting == 0) break;
-    auto split = backend::allocate<Split>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::splitting"), splitting);
+    bfs::at_least(split, splitting, "kdforge::vvh_tree::splitting");
     Kokkos::parallel_for("kdforge::build_vvh_tree::compact_splits", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
-                         CompactSplits<Split, Dec, decltype(sflags), Split>{cand, dec, sflags, sscan, split});
+                         CompactSplits<Split, Dec, Flags, Split>{cand, dec, lflags, lscan, split, split_index});
     std::int64_t const first_child = node_count;
     std::int64_t const children = 2 * splitting;
     if (first_child + children > capacity) {
@@ -473,35 +502,34 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
       backend::resize_keeping(nodes, std::size_t(node_count), capacity);
       backend::resize_keeping(boxes, std::size_t(node_count), capacity, 2 * dim);
       backend::resize_keeping(cells, std::size_t(node_count), capacity, 2 * dim);
+      backend::resize_keeping(split_index, std::size_t(node_count), capacity);
     }
     Kokkos::parallel_for("kdforge::build_vvh_tree::commit", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
-                         Commit<decltype(nodes), Boxes, Split>{nodes, cells, split, first_child});
+                         Commit<decltype(nodes), Boxes, Split, Flags>{nodes, cells, split, split_index, first_child});
+    Kokkos::parallel_for("kdforge::build_vvh_tree::owners", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                         bfs::AssignOwners<Flags, Flags, Split>{owners, holder, split_index, split, first_child});
     // the stable partition of the three lists (bucket builder's kernels)
     Kokkos::parallel_for("kdforge::build_vvh_tree::sides", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         bfs::MarkSides<decltype(order), decltype(nodes), Split, decltype(side)>{order, nodes, split, side, n,
-                                                                                                 splitting});
+                         bfs::MarkSides<Flags, decltype(nodes), Split, decltype(side)>{order, nodes, split, side, owners, n});
     Kokkos::parallel_for("kdforge::build_vvh_tree::flags", Kokkos::RangePolicy<Exec>(exec, 0, dn),
-                         bfs::LeftFlags<decltype(order), Split, decltype(side), decltype(flags)>{order, split, side, flags,
-                                                                                                n, splitting});
-    backend::exclusive_scan(exec, flags, scan);
+                         bfs::LeftFlags<Flags, decltype(side), Flags>{order, owners, side, flags, n});
+    backend::exclusive_scan_async(exec, flags, scan, scan_space); // its total is not needed
     Kokkos::parallel_for("kdforge::build_vvh_tree::scatter", Kokkos::RangePolicy<Exec>(exec, 0, dn),
-                         bfs::Scatter<decltype(order), Split, decltype(flags)>{order, order_out, split, flags, scan, n,
-                                                                               splitting});
+                         bfs::Scatter<Flags, Split, Flags>{order, order_out, split, flags, scan, owners, n});
     std::swap(order, order_out);
     Kokkos::parallel_for("kdforge::build_vvh_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
-                         ChildBoxes<decltype(pts), decltype(order), Boxes, decltype(nodes)>{pts, order, boxes, nodes, n,
-                                                                                          first_child});
-    auto next_flags = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::next_flags", children);
-    auto next_scan = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::vvh_tree::next_scan", children);
+                         ChildBoxes<decltype(pts), Flags, Boxes, decltype(nodes)>{pts, order, boxes, nodes, n, first_child});
+    bfs::at_least(lflags, children, "kdforge::vvh_tree::level_flags");
+    bfs::at_least(lscan, children, "kdforge::vvh_tree::level_scan");
+    auto const next_flags = Kokkos::subview(lflags, std::make_pair(std::int64_t(0), children));
+    auto const next_scan = Kokkos::subview(lscan, std::make_pair(std::int64_t(0), children));
     Kokkos::parallel_for("kdforge::build_vvh_tree::next", Kokkos::RangePolicy<Exec>(exec, 0, children),
-                         NextCandidates<decltype(nodes), decltype(next_flags)>{nodes, next_flags, first_child, p.small,
-                                                                               level + 1});
-    std::int64_t const next_count = std::int64_t(backend::exclusive_scan(exec, next_flags, next_scan));
-    auto next = backend::allocate<Split>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::candidates"), next_count);
+                         NextCandidates<decltype(nodes), Flags>{nodes, lflags, first_child, p.small, level + 1});
+    std::int64_t const next_count = std::int64_t(backend::exclusive_scan(exec, next_flags, next_scan, scan_space));
+    bfs::at_least(next, next_count, "kdforge::vvh_tree::candidates");
     Kokkos::parallel_for("kdforge::build_vvh_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
-                         bfs::CompactNext<decltype(nodes), decltype(next_flags), Split>{nodes, next_flags, next_scan, next,
-                                                                                        first_child});
-    cand = next;
+                         bfs::CompactNext<decltype(nodes), Flags, Split>{nodes, lflags, lscan, next, first_child});
+    std::swap(cand, next);
     candidates = next_count;
     node_count += children;
     level_begin.push_back(node_count);
