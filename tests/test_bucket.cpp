@@ -383,8 +383,8 @@ TEST_CASE_TEMPLATE("bucket trees follow the builder's rules node by node (a host
     Data data;
     std::int64_t bucket;
   };
-  // sizes past the builder's first guesses of its node and level buffers
-  // (buckets of one: 2N - 1 nodes), ties, one axis, copies of one point
+  // buckets of one (2N - 1 nodes), ties, one axis, copies of one point,
+  // many dimensions, tiny sets
   for (Case c : {Case{5000, 3, Data::uniform, 1}, Case{3000, 3, Data::uniform, 8}, Case{2000, 5, Data::clustered, 4},
                  Case{2500, 2, Data::duplicates, 3}, Case{1500, 4, Data::one_axis, 1}, Case{600, 3, Data::identical, 2},
                  Case{700, 40, Data::manifold, 16}, Case{1, 3, Data::uniform, 1}, Case{2, 2, Data::uniform, 1}}) {
@@ -398,13 +398,20 @@ TEST_CASE_TEMPLATE("bucket trees follow the builder's rules node by node (a host
     check_bucket_rules(build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutRight>(x, c.n, c.dim), o), x, c.n, c.dim,
                        c.bucket);
   }
-  // exponentially spaced values: the median levels from level 32 on
-  std::size_t const n = 2000;
+  // 100 groups of 40 exponentially spaced values: inside a group midpoints
+  // peel one point per level until level 32 (then medians), so the tree has
+  // far more nodes than midpoint trees of spread points (about 2.9 N / B)
+  // and outgrows the builder's first allocation of nodes (3 N / B + 1024):
+  // its growth is replayed too
+  std::size_t const n = 4000;
+  std::int64_t const b = 8;
   std::vector<double> x(n);
-  for (std::size_t i = 0; i < n; ++i) x[i] = std::ldexp(1.0, -int(i % 100)) * (1.0 + double(i / 100) * 1e-6);
+  for (std::size_t i = 0; i < n; ++i) x[i] = double(i / 40) + std::ldexp(0.5, -int(i % 40));
   BucketOptions o;
-  o.bucket_size = 2;
-  check_bucket_rules(build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutLeft>(x, n, 1), o), x, n, 1, 2);
+  o.bucket_size = b;
+  auto const tree = build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutLeft>(x, n, 1), o);
+  REQUIRE(std::int64_t(tree.node_count()) > 3 * (std::int64_t(n) / b) + 1024);
+  check_bucket_rules(tree, x, n, 1, b);
 }
 
 TEST_CASE_TEMPLATE("bucket trees are identical on every backend", Exec, KDFORGE_TEST_SPACES) {
