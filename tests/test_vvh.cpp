@@ -3,7 +3,8 @@
 // between the children's points), queries equal to brute force (knn,
 // closest point, radius count and search, per-query radii), degenerate
 // photon sets (all on a plane, all identical, one, none), the same tree on
-// every backend, bad input refused; kNN by iterative range search (Algorithm
+// every backend, the builder's rules replayed node by node on the host, bad
+// input refused; kNN by iterative range search (Algorithm
 // 6): rows that hold the exact k nearest, and exactly k equal to brute force.
 #include "brute_force.hpp"
 #include "test_helpers.hpp"
@@ -12,6 +13,8 @@
 #include <kdforge/range_knn.hpp>
 #include <kdforge/kdforge.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -264,6 +267,190 @@ TEST_CASE_TEMPLATE("VVH trees on degenerate photon sets: a plane, one point repe
     check_vvh_tree(tree, pts);
     check_vvh_queries(exec, tree, pts, queries_for(pts, 25, 59));
   }
+}
+
+namespace {
+
+/// The builder's rules (kernels/builders/vvh/build.hpp: section 5.1 and
+/// the differences its header states) replayed on the host along the built
+/// tree: large nodes cut off empty space wider than Ce of their cell, else
+/// split at the spatial median of the box's longest axis (lo where the
+/// midpoint splits nothing off); small nodes take the cheapest plane through
+/// a point by the exact VVH cost, or stay leaves; from level 32 on, large
+/// nodes split at the median position and small ones stay leaves; copies of
+/// one point stay a leaf. Every cost is computed in double, one rounding per
+/// operation, as the builder does. Checks every node's decision, plane and
+/// range, and the order of every leaf's points.
+template <class Tree, class T>
+void check_vvh_rules(Tree const& tree, std::vector<Point<T, 3>> const& pts, VvhOptions const& o) {
+  using Index = typename Tree::index_type;
+  std::int64_t const n = std::int64_t(pts.size());
+  auto const nodes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.nodes());
+  auto const idx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tree.original_indices());
+  double const r2 = tree.query_radius() + tree.query_radius();
+  int const big_levels = kernels::vvh::vvh_levels;
+  using Lists = std::array<std::vector<std::int64_t>, 3>;
+  struct Job {
+    Index node;
+    int level;
+    Lists lists;
+    std::array<T, 6> cell;
+  };
+  Lists root;
+  for (int d = 0; d < 3; ++d) {
+    auto& l = root[std::size_t(d)];
+    l.resize(std::size_t(n));
+    for (std::int64_t i = 0; i < n; ++i) l[std::size_t(i)] = i;
+    std::stable_sort(l.begin(), l.end(), [&](std::int64_t a, std::int64_t b) { return pts[std::size_t(a)][d] < pts[std::size_t(b)][d]; });
+  }
+  if (n == 0) return;
+  std::array<T, 6> root_cell;
+  for (int d = 0; d < 3; ++d) {
+    root_cell[std::size_t(d)] = pts[std::size_t(root[std::size_t(d)].front())][d];
+    root_cell[std::size_t(3 + d)] = pts[std::size_t(root[std::size_t(d)].back())][d];
+  }
+  // V(cell + R), the cell's side `dim` moved to `plane` (left: hi, right: lo)
+  auto const grown = [&](std::array<T, 6> const& c, int dim, double plane, bool right) {
+    double v = 1.0;
+    for (int d = 0; d < 3; ++d) {
+      double lo = double(c[std::size_t(d)]), hi = double(c[std::size_t(3 + d)]);
+      if (d == dim) (right ? lo : hi) = plane;
+      v = v * ((hi - lo) + r2);
+    }
+    return v;
+  };
+  std::vector<Job> todo{{Index(0), 0, root, root_cell}};
+  std::int64_t checked = 0;
+  while (!todo.empty()) {
+    Job job = std::move(todo.back());
+    todo.pop_back();
+    ++checked;
+    CAPTURE(job.node);
+    CAPTURE(job.level);
+    auto const node = nodes(job.node);
+    auto const coord = [&](int d, std::int64_t j) { return pts[std::size_t(job.lists[std::size_t(d)][std::size_t(j)])][d]; };
+    std::int64_t const count = std::int64_t(job.lists[0].size());
+    REQUIRE(std::int64_t(node.end) - std::int64_t(node.begin) == count);
+    int dim = -1;
+    T value = T(0);
+    std::int64_t left = 0;
+    bool const decided = count >= 2 && (job.level < big_levels || count > o.small_node_size);
+    if (decided) {
+      T box[6];
+      for (int d = 0; d < 3; ++d) {
+        box[d] = coord(d, 0);
+        box[3 + d] = coord(d, count - 1);
+      }
+      int wide = 0;
+      T width = T(-1);
+      for (int d = 0; d < 3; ++d)
+        if (box[3 + d] - box[d] > width) {
+          width = box[3 + d] - box[d];
+          wide = d;
+        }
+      auto const upper = [&](int d, T v) {
+        std::int64_t k = 0;
+        while (k < count && coord(d, k) <= v) ++k;
+        return k;
+      };
+      if (width > T(0) && count > o.small_node_size) {
+        if (job.level >= big_levels) {
+          dim = wide;
+          left = count / 2;
+          value = coord(wide, left - 1);
+        } else {
+          double best_ratio = 0.0;
+          int side = -1;
+          for (int d = 0; d < 3; ++d) {
+            double const clo = double(job.cell[std::size_t(d)]), chi = double(job.cell[std::size_t(3 + d)]);
+            double const ext = chi - clo;
+            if (!(ext > 0.0)) continue;
+            double const gaps[2] = {double(box[d]) - clo, chi - double(box[3 + d])};
+            for (int h = 0; h < 2; ++h) {
+              if (!(gaps[h] > o.empty_space_ratio * ext)) continue;
+              if (gaps[h] / ext > best_ratio) {
+                best_ratio = gaps[h] / ext;
+                side = 2 * d + h;
+              }
+            }
+          }
+          if (side >= 0) {
+            dim = side / 2;
+            value = side % 2 == 0 ? box[dim] : box[3 + dim];
+            left = side % 2 == 0 ? 0 : count;
+          } else {
+            dim = wide;
+            value = T(0.5 * (double(box[wide]) + double(box[3 + wide])));
+            left = upper(wide, value);
+            if (left == 0 || left == count) {
+              value = box[wide];
+              left = upper(wide, value);
+            }
+          }
+        }
+      } else if (width > T(0) && job.level < big_levels) {
+        double const v = grown(job.cell, -1, 0.0, false);
+        double best = o.point_cost * double(count);
+        for (int d = 0; d < 3; ++d)
+          for (std::int64_t j = 0; j + 1 < count; ++j) {
+            T const c = coord(d, j);
+            if (!(c < coord(d, j + 1))) continue;
+            double const sum = double(j + 1) * grown(job.cell, d, double(c), false) +
+                               double(count - j - 1) * grown(job.cell, d, double(c), true);
+            double const cost = o.traversal_cost + o.point_cost * (sum / v);
+            if (cost < best) {
+              best = cost;
+              dim = d;
+              value = c;
+              left = j + 1;
+            }
+          }
+      }
+    }
+    if (dim < 0) {
+      REQUIRE(node.is_leaf());
+      for (std::int64_t j = 0; j < count; ++j) CHECK(std::int64_t(idx(node.begin + Index(j))) == job.lists[0][std::size_t(j)]);
+      continue;
+    }
+    REQUIRE(!node.is_leaf());
+    REQUIRE(node.split_dim == dim);
+    REQUIRE(node.split_value == value);
+    REQUIRE(std::int64_t(nodes(node.left).end) - std::int64_t(nodes(node.left).begin) == left);
+    std::vector<char> goes_left(std::size_t(n), 0);
+    for (std::int64_t j = 0; j < left; ++j) goes_left[std::size_t(job.lists[std::size_t(dim)][std::size_t(j)])] = 1;
+    Job l{node.left, job.level + 1, {}, job.cell}, r{node.right, job.level + 1, {}, job.cell};
+    l.cell[std::size_t(3 + dim)] = value;
+    r.cell[std::size_t(dim)] = value;
+    for (int d = 0; d < 3; ++d)
+      for (std::int64_t i : job.lists[std::size_t(d)]) (goes_left[std::size_t(i)] ? l : r).lists[std::size_t(d)].push_back(i);
+    todo.push_back(std::move(r));
+    todo.push_back(std::move(l));
+  }
+  CHECK(checked == std::int64_t(tree.node_count()));
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("VVH trees follow the builder's rules node by node (a host replay)", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  for (auto dist : {Distribution::uniform, Distribution::clustered, Distribution::scan, Distribution::duplicates,
+                    Distribution::plane}) {
+    CAPTURE(test::name(dist));
+    auto const pts = test::make_points<float, 3>(3000, dist, 81);
+    VvhOptions const o;
+    check_vvh_rules(build_vvh_tree(exec, to_device<Exec>(pts, "p"), o), pts, o);
+  }
+  // small buckets and no empty-space cuts, double; exponentially spaced
+  // values (the median levels from level 32 on)
+  auto const pts = test::make_points<double, 3>(2000, Distribution::clustered, 82);
+  VvhOptions o;
+  o.small_node_size = 4;
+  o.empty_space_ratio = 0.0;
+  o.query_radius = 0.01;
+  check_vvh_rules(build_vvh_tree(exec, to_device<Exec>(pts, "p"), o), pts, o);
+  std::vector<Point<double, 3>> chain(1200);
+  for (std::size_t i = 0; i < chain.size(); ++i) chain[i] = Point<double, 3>{{std::ldexp(1.0, -int(i % 600)), 0.5, 0.25 * double(i % 2)}};
+  check_vvh_rules(build_vvh_tree(exec, to_device<Exec>(chain, "p")), chain, VvhOptions{});
 }
 
 TEST_CASE_TEMPLATE("VVH trees are identical on every backend", Exec, KDFORGE_TEST_SPACES) {
