@@ -159,19 +159,25 @@ struct ChooseSplit {
 };
 
 /// Per position, once per level: the splitting node that holds it (its
-/// index a in the level's list `split`, or -1 for a leaf's position), and
-/// the node that holds it from the next level on (split(a)'s left child up
-/// to its left part's size, else its right child: first_child + 2a, + 1).
-/// One position's two loads and two stores, in place of a binary search
-/// over the level's list by every entry of all D lists in each of three
-/// passes. split_index(v) is v's index in `split`, -1 for a leaf or a node
-/// that does not split on this level.
-template <class Owners, class SplitIndex, class Split>
+/// index a in the level's list `split`, or -1 for a leaf's position), the
+/// node that holds it from the next level on (split(a)'s left child up to
+/// its left part's size, else its right child: first_child + 2a, + 1), and
+/// side(i) of the point i at this position of the split dimension's list: 1
+/// when it goes right. Loads of the holder, its split index, the splitting
+/// record and its node's split dimension, in place of a binary search over
+/// the level's list by every entry of all D lists in each of three passes.
+/// split_index(v) is v's index in `split`, -1 for a leaf or a node that
+/// does not split on this level.
+template <class Owners, class SplitIndex, class Split, class Nodes, class Side>
 struct AssignOwners {
   Owners owners;          // n
   Owners holder;          // n: the node each position is in
   SplitIndex split_index; // per node
   Split split;
+  Nodes nodes;
+  Owners order; // the D sorted lists
+  Side side;    // per point
+  std::int64_t n;
   std::int64_t first_child;
   KOKKOS_FUNCTION void operator()(std::int64_t p) const {
     using Index = typename Owners::non_const_value_type;
@@ -181,25 +187,8 @@ struct AssignOwners {
     auto const s = split(a);
     bool const right = p - std::int64_t(s.begin) >= std::int64_t(s.left_count);
     holder(p) = Index(first_child + 2 * std::int64_t(a) + (right ? 1 : 0));
-  }
-};
-
-/// side(i) for every point of a splitting node: 1 when it goes right (its
-/// rank in the split dimension's list is past the left part).
-template <class Order, class Nodes, class Split, class Side>
-struct MarkSides {
-  Order order;
-  Nodes nodes;
-  Split split;
-  Side side;
-  Order owners;
-  std::int64_t n;
-  KOKKOS_FUNCTION void operator()(std::int64_t p) const {
-    std::int64_t const a = owners(p);
-    if (a < 0) return;
-    auto const s = split(a);
     int const d = nodes(s.node).split_dim;
-    side(order(d * n + p)) = p - std::int64_t(s.begin) >= std::int64_t(s.left_count) ? 1 : 0;
+    side(order(d * n + p)) = right ? 1 : 0;
   }
 };
 
@@ -248,35 +237,26 @@ struct Scatter {
   }
 };
 
-/// The boxes of the new children, one (child, dimension) pair per index.
+/// The boxes of the new children, one (child, dimension) pair per index;
+/// and, once per child, whether it splits on the next level (more than B
+/// points): flags for their compaction.
 template <class PV, class Order, class Boxes, class Nodes>
 struct ChildBoxes {
   PV pts;
   Order order;
   Boxes boxes;
   Nodes nodes;
+  Order flags;
   std::int64_t n;
   int dim;
   std::int64_t first_child;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
-    std::int64_t const c = first_child + j / dim;
-    int const d = int(j % dim);
-    auto const node = nodes(c);
-    read_box(pts, order, boxes, n, dim, c, node.begin, node.end, d);
-  }
-};
-
-/// Children with more than B points split on the next level: flags for
-/// their compaction.
-template <class Nodes, class Flags>
-struct SplitsNext {
-  Nodes nodes;
-  Flags flags;
-  std::int64_t first_child;
   std::int64_t bucket;
-  KOKKOS_FUNCTION void operator()(std::int64_t c) const {
+  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
+    std::int64_t const c = j / dim;
+    int const d = int(j % dim);
     auto const node = nodes(first_child + c);
-    flags(c) = std::int64_t(node.end) - std::int64_t(node.begin) > bucket ? 1 : 0;
+    read_box(pts, order, boxes, n, dim, first_child + c, node.begin, node.end, d);
+    if (d == 0) flags(c) = std::int64_t(node.end) - std::int64_t(node.begin) > bucket ? 1 : 0;
   }
 };
 
@@ -427,9 +407,8 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
                          ChooseSplit<decltype(pts), Flags, decltype(boxes), decltype(nodes), Split>{
                              pts, order, boxes, nodes, split, n, dim, level, first_child});
     Kokkos::parallel_for("kdforge::build_bucket_tree::owners", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         AssignOwners<Flags, Flags, Split>{owners, holder, split_index, split, first_child});
-    Kokkos::parallel_for("kdforge::build_bucket_tree::sides", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         MarkSides<Flags, decltype(nodes), Split, decltype(side)>{order, nodes, split, side, owners, n});
+                         AssignOwners<Flags, Flags, Split, decltype(nodes), decltype(side)>{
+                             owners, holder, split_index, split, nodes, order, side, n, first_child});
     Kokkos::parallel_for("kdforge::build_bucket_tree::flags", Kokkos::RangePolicy<Exec>(exec, 0, dn),
                          LeftFlags<Flags, decltype(side), Flags>{order, owners, side, flags, n});
     backend::exclusive_scan_async(exec, flags, scan, scan_space); // its total is not needed
@@ -437,14 +416,12 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
                          Scatter<Flags, Split, Flags>{order, order_out, split, flags, scan, owners, n});
     std::swap(order, order_out);
     std::int64_t const children = 2 * splitting;
-    Kokkos::parallel_for("kdforge::build_bucket_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
-                         ChildBoxes<decltype(pts), Flags, decltype(boxes), decltype(nodes)>{pts, order, boxes, nodes, n,
-                                                                                            dim, first_child});
-    // the children that split next
+    // the children's boxes, and which of them split next
     at_least(next_flags, children, "kdforge::bucket_tree::next_flags");
     at_least(next_scan, children, "kdforge::bucket_tree::next_scan");
-    Kokkos::parallel_for("kdforge::build_bucket_tree::next", Kokkos::RangePolicy<Exec>(exec, 0, children),
-                         SplitsNext<decltype(nodes), Flags>{nodes, next_flags, first_child, bucket});
+    Kokkos::parallel_for("kdforge::build_bucket_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
+                         ChildBoxes<decltype(pts), Flags, decltype(boxes), decltype(nodes)>{
+                             pts, order, boxes, nodes, next_flags, n, dim, first_child, bucket});
     std::int64_t const next_count = std::int64_t(
         backend::exclusive_scan(exec, Kokkos::subview(next_flags, std::make_pair(std::int64_t(0), children)),
                                 Kokkos::subview(next_scan, std::make_pair(std::int64_t(0), children)), scan_space));

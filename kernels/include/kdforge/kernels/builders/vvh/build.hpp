@@ -98,8 +98,11 @@ KOKKOS_FUNCTION double grown_volume(Cells const& cells, std::int64_t s, int dim,
   return v;
 }
 
-/// Per candidate node: split or leaf, and where (see the top).
-template <class PV, class Order, class Boxes, class Cells, class Nodes, class Cand, class Dec>
+/// Per node of a new level (nodes first + c): its tight box from its sorted
+/// ranges, then split or leaf, and where (see the top). An empty node's box
+/// is empty (lo = +inf, hi = -inf), which every box distance puts out of
+/// reach. flags(c) is 1 where the node splits.
+template <class PV, class Order, class Boxes, class Cells, class Nodes, class Dec, class Flags>
 struct Decide {
   using T = typename PV::non_const_value_type;
   using Index = typename Order::non_const_value_type;
@@ -108,9 +111,10 @@ struct Decide {
   Boxes boxes;
   Cells cells;
   Nodes nodes;
-  Cand cand;
   Dec dec;
+  Flags flags;
   std::int64_t n;
+  std::int64_t first;
   int level;
   Params p;
 
@@ -129,7 +133,17 @@ struct Decide {
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
     using backend::add_rn;
     using backend::mul_rn;
-    Splitting<Index> const s = cand(a);
+    std::int64_t const v = first + a;
+    auto const rec = nodes(v);
+    Splitting<Index> const s{Index(v), rec.begin, rec.end, Index(0)};
+    for (int d = 0; d < 3; ++d) {
+      if (s.begin == s.end) {
+        boxes(v, d) = kdforge::detail::infinity<T>();
+        boxes(v, 3 + d) = -kdforge::detail::infinity<T>();
+      } else {
+        bfs::read_box(pts, order, boxes, n, 3, v, s.begin, s.end, d);
+      }
+    }
     Index const count = s.end - s.begin;
     Index left = 0;
     int dim = -1;
@@ -206,47 +220,45 @@ struct Decide {
       }
     }
     dec(a) = Decision<T, Index>{left, dim >= 0 ? 1 : 0};
+    flags(a) = dim >= 0 ? 1 : 0;
     if (dim >= 0) {
-      auto node = nodes(s.node);
+      auto node = rec;
       node.split_dim = dim;
       node.split_value = value;
-      nodes(s.node) = node;
+      nodes(v) = node;
     }
   }
 };
 
-template <class Dec, class Flags>
-struct SplitFlags {
-  Dec dec;
-  Flags flags;
-  KOKKOS_FUNCTION void operator()(std::int64_t a) const { flags(a) = typename Flags::value_type(dec(a).splits); }
-};
-
-template <class Cand, class Dec, class Flags, class Split>
+/// The level's splitting nodes, in node order: their records with the left
+/// part's size, and every node's place in that list (-1 where it does not
+/// split; see bfs::AssignOwners).
+template <class Nodes, class Dec, class Flags, class Split>
 struct CompactSplits {
-  Cand cand;
+  Nodes nodes;
   Dec dec;
   Flags flags;
   Flags scan;
   Split split;
-  Flags split_index; // per node: its index in `split`, or -1 (see bfs::AssignOwners)
+  Flags split_index;
+  std::int64_t first;
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
-    auto s = cand(a);
-    split_index(s.node) = flags(a) ? scan(a) : -1;
+    using Index = typename Flags::non_const_value_type;
+    std::int64_t const v = first + a;
+    split_index(v) = flags(a) ? scan(a) : Index(-1);
     if (!flags(a)) return;
-    s.left_count = dec(a).left_count;
-    split(scan(a)) = s;
+    auto const node = nodes(v);
+    split(scan(a)) = Splitting<Index>{Index(v), node.begin, node.end, dec(a).left_count};
   }
 };
 
 /// Links each splitting node to its children (first_child + 2a, + 1) and
 /// writes the children's records and cells.
-template <class Nodes, class Cells, class Split, class SplitIndex>
+template <class Nodes, class Cells, class Split>
 struct Commit {
   Nodes nodes;
   Cells cells;
   Split split;
-  SplitIndex split_index;
   std::int64_t first_child;
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
     using Node = typename Nodes::non_const_value_type;
@@ -260,55 +272,12 @@ struct Commit {
     Index const mid = Index(s.begin + s.left_count);
     nodes(l) = Node{Index(-1), Index(-1), s.begin, mid, -1, decltype(node.split_value)(0)};
     nodes(r) = Node{Index(-1), Index(-1), mid, s.end, -1, decltype(node.split_value)(0)};
-    split_index(l) = -1; // a candidate's becomes its place in the next level's list (CompactSplits)
-    split_index(r) = -1;
     for (int j = 0; j < 6; ++j) {
       cells(l, j) = cells(s.node, j);
       cells(r, j) = cells(s.node, j);
     }
     cells(l, 3 + node.split_dim) = node.split_value;
     cells(r, node.split_dim) = node.split_value;
-  }
-};
-
-/// The tight boxes of the new children from their sorted ranges; an empty
-/// child's box is empty (lo = +inf, hi = -inf), which every box distance
-/// puts out of reach.
-template <class PV, class Order, class Boxes, class Nodes>
-struct ChildBoxes {
-  using T = typename PV::non_const_value_type;
-  PV pts;
-  Order order;
-  Boxes boxes;
-  Nodes nodes;
-  std::int64_t n;
-  std::int64_t first_child;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
-    std::int64_t const c = first_child + j / 3;
-    int const d = int(j % 3);
-    auto const node = nodes(c);
-    if (node.begin == node.end) {
-      boxes(c, d) = kdforge::detail::infinity<T>();
-      boxes(c, 3 + d) = -kdforge::detail::infinity<T>();
-    } else {
-      bfs::read_box(pts, order, boxes, n, 3, c, node.begin, node.end, d);
-    }
-  }
-};
-
-/// Children that are decided on the next level: two points or more, and
-/// within the VVH levels unless large.
-template <class Nodes, class Flags>
-struct NextCandidates {
-  Nodes nodes;
-  Flags flags;
-  std::int64_t first_child;
-  std::int64_t small;
-  int next_level;
-  KOKKOS_FUNCTION void operator()(std::int64_t c) const {
-    auto const node = nodes(first_child + c);
-    std::int64_t const count = std::int64_t(node.end) - std::int64_t(node.begin);
-    flags(c) = count >= 2 && (next_level < vvh_levels || count > small) ? 1 : 0;
   }
 };
 
@@ -447,54 +416,52 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   // A level's scratch is kept across levels and grows only when a level
   // needs more (bfs::at_least): allocating CUDA memory waits for the
   // device, and ten allocations a level took more time than its kernels.
-  Split cand, next;
-  Dec dec;
-  Flags lflags, lscan; // per candidate (which split), then per child (which are candidates next)
   Split split;
+  Dec dec;
+  Flags lflags, lscan; // per node of the level: does it split, and its place among those that do
   Kokkos::View<char*, MS> scan_space; // the vendor scans' temporary storage
-  // sized for the widest levels of photon sets (about n / 32 candidates),
-  // so that few levels grow them
+  // sized for the widest levels of photon sets (about n / 32 splitting
+  // nodes), so that few levels grow them
   std::int64_t const level_guess = n / 8 > 1024 ? n / 8 : 1024;
-  bfs::at_least(cand, level_guess, "kdforge::vvh_tree::candidates");
-  bfs::at_least(next, level_guess, "kdforge::vvh_tree::candidates");
-  bfs::at_least(dec, level_guess, "kdforge::vvh_tree::decisions");
   bfs::at_least(split, level_guess, "kdforge::vvh_tree::splitting");
+  bfs::at_least(dec, 2 * level_guess, "kdforge::vvh_tree::decisions");
   bfs::at_least(lflags, 2 * level_guess, "kdforge::vvh_tree::level_flags");
   bfs::at_least(lscan, 2 * level_guess, "kdforge::vvh_tree::level_scan");
-  std::int64_t candidates = n >= 2 ? 1 : 0;
-  if (candidates) Kokkos::deep_copy(exec, Kokkos::subview(cand, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
+  auto split_index = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::split_index"), capacity);
+  // Each level ends by deciding its nodes (boxes, then split or leaf) and
+  // listing the splitting ones; the count of that list is the level's one
+  // wait for the device, and sizes the next level's launches.
+  auto decide = [&](std::int64_t first, std::int64_t count, int at_level) {
+    bfs::at_least(dec, count, "kdforge::vvh_tree::decisions");
+    bfs::at_least(lflags, count, "kdforge::vvh_tree::level_flags");
+    bfs::at_least(lscan, count, "kdforge::vvh_tree::level_scan");
+    Kokkos::parallel_for("kdforge::build_vvh_tree::decide", Kokkos::RangePolicy<Exec>(exec, 0, count),
+                         Decide<decltype(pts), decltype(order), Boxes, Boxes, decltype(nodes), Dec, Flags>{
+                             pts, order, boxes, cells, nodes, dec, lflags, n, first, at_level, p});
+    std::int64_t const splitting = std::int64_t(backend::exclusive_scan(
+        exec, Kokkos::subview(lflags, std::make_pair(std::int64_t(0), count)),
+        Kokkos::subview(lscan, std::make_pair(std::int64_t(0), count)), scan_space));
+    bfs::at_least(split, splitting, "kdforge::vvh_tree::splitting");
+    Kokkos::parallel_for("kdforge::build_vvh_tree::compact_splits", Kokkos::RangePolicy<Exec>(exec, 0, count),
+                         CompactSplits<decltype(nodes), Dec, Flags, Split>{nodes, dec, lflags, lscan, split, split_index, first});
+    return splitting;
+  };
+  std::int64_t splitting = decide(0, 1, 0);
   std::int64_t node_count = 1;
   std::vector<std::int64_t> level_begin = {0, 1}; // level L: nodes [level_begin[L], level_begin[L + 1])
   int level = 0;
-  Flags order_out, flags, scan, owners, holder, split_index;
+  Flags order_out, flags, scan, owners, holder;
   Kokkos::View<std::uint8_t*, MS> side;
-  if (candidates) {
+  if (splitting) {
     owners = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::owners"), n);
     holder = backend::allocate<Flags>("kdforge::vvh_tree::holder", n); // all in the root
-    split_index = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::split_index"), capacity);
-    Kokkos::deep_copy(exec, Kokkos::subview(split_index, 0), Index(-1));
     order_out = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::order_out"), dn);
     flags = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::flags"), dn);
     scan = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::scan"), dn);
     side = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::side"), n);
   }
-  while (candidates > 0) {
+  while (splitting > 0) {
     kdforge::detail::Region r("kdforge::build_vvh_tree::level");
-    bfs::at_least(dec, candidates, "kdforge::vvh_tree::decisions");
-    Kokkos::parallel_for("kdforge::build_vvh_tree::decide", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
-                         Decide<decltype(pts), decltype(order), Boxes, Boxes, decltype(nodes), Split, Dec>{
-                             pts, order, boxes, cells, nodes, cand, dec, n, level, p});
-    bfs::at_least(lflags, candidates, "kdforge::vvh_tree::level_flags");
-    bfs::at_least(lscan, candidates, "kdforge::vvh_tree::level_scan");
-    auto const sflags = Kokkos::subview(lflags, std::make_pair(std::int64_t(0), candidates));
-    auto const sscan = Kokkos::subview(lscan, std::make_pair(std::int64_t(0), candidates));
-    Kokkos::parallel_for("kdforge::build_vvh_tree::split_flags", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
-                         SplitFlags<Dec, Flags>{dec, lflags});
-    std::int64_t const splitting = std::int64_t(backend::exclusive_scan(exec, sflags, sscan, scan_space));
-    if (splitting == 0) break;
-    bfs::at_least(split, splitting, "kdforge::vvh_tree::splitting");
-    Kokkos::parallel_for("kdforge::build_vvh_tree::compact_splits", Kokkos::RangePolicy<Exec>(exec, 0, candidates),
-                         CompactSplits<Split, Dec, Flags, Split>{cand, dec, lflags, lscan, split, split_index});
     std::int64_t const first_child = node_count;
     std::int64_t const children = 2 * splitting;
     if (first_child + children > capacity) {
@@ -505,35 +472,21 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
       backend::resize_keeping(split_index, std::size_t(node_count), capacity);
     }
     Kokkos::parallel_for("kdforge::build_vvh_tree::commit", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
-                         Commit<decltype(nodes), Boxes, Split, Flags>{nodes, cells, split, split_index, first_child});
-    Kokkos::parallel_for("kdforge::build_vvh_tree::owners", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         bfs::AssignOwners<Flags, Flags, Split>{owners, holder, split_index, split, first_child});
+                         Commit<decltype(nodes), Boxes, Split>{nodes, cells, split, first_child});
     // the stable partition of the three lists (bucket builder's kernels)
-    Kokkos::parallel_for("kdforge::build_vvh_tree::sides", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                         bfs::MarkSides<Flags, decltype(nodes), Split, decltype(side)>{order, nodes, split, side, owners, n});
+    Kokkos::parallel_for("kdforge::build_vvh_tree::owners", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                         bfs::AssignOwners<Flags, Flags, Split, decltype(nodes), decltype(side)>{
+                             owners, holder, split_index, split, nodes, order, side, n, first_child});
     Kokkos::parallel_for("kdforge::build_vvh_tree::flags", Kokkos::RangePolicy<Exec>(exec, 0, dn),
                          bfs::LeftFlags<Flags, decltype(side), Flags>{order, owners, side, flags, n});
     backend::exclusive_scan_async(exec, flags, scan, scan_space); // its total is not needed
     Kokkos::parallel_for("kdforge::build_vvh_tree::scatter", Kokkos::RangePolicy<Exec>(exec, 0, dn),
                          bfs::Scatter<Flags, Split, Flags>{order, order_out, split, flags, scan, owners, n});
     std::swap(order, order_out);
-    Kokkos::parallel_for("kdforge::build_vvh_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
-                         ChildBoxes<decltype(pts), Flags, Boxes, decltype(nodes)>{pts, order, boxes, nodes, n, first_child});
-    bfs::at_least(lflags, children, "kdforge::vvh_tree::level_flags");
-    bfs::at_least(lscan, children, "kdforge::vvh_tree::level_scan");
-    auto const next_flags = Kokkos::subview(lflags, std::make_pair(std::int64_t(0), children));
-    auto const next_scan = Kokkos::subview(lscan, std::make_pair(std::int64_t(0), children));
-    Kokkos::parallel_for("kdforge::build_vvh_tree::next", Kokkos::RangePolicy<Exec>(exec, 0, children),
-                         NextCandidates<decltype(nodes), Flags>{nodes, lflags, first_child, p.small, level + 1});
-    std::int64_t const next_count = std::int64_t(backend::exclusive_scan(exec, next_flags, next_scan, scan_space));
-    bfs::at_least(next, next_count, "kdforge::vvh_tree::candidates");
-    Kokkos::parallel_for("kdforge::build_vvh_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
-                         bfs::CompactNext<decltype(nodes), Flags, Split>{nodes, lflags, lscan, next, first_child});
-    std::swap(cand, next);
-    candidates = next_count;
     node_count += children;
     level_begin.push_back(node_count);
     ++level;
+    splitting = decide(first_child, children, level);
   }
   int const height = int(level_begin.size()) - 2;
 
