@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 using namespace kdforge;
@@ -453,27 +454,85 @@ TEST_CASE_TEMPLATE("VVH trees follow the builder's rules node by node (a host re
   check_vvh_rules(build_vvh_tree(exec, to_device<Exec>(chain, "p")), chain, VvhOptions{});
 }
 
+namespace {
+
+/// The same tree, node for node: links, ranges, planes, boxes, point order.
+template <class A, class B>
+void require_same_tree(A const& a, B const& b) {
+  REQUIRE(a.node_count() == b.node_count());
+  CHECK(a.query_radius() == b.query_radius());
+  CHECK(to_host(a.original_indices()) == to_host(b.original_indices()));
+  auto const na = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.nodes());
+  auto const nb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.nodes());
+  auto const ba = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.boxes());
+  auto const bb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.boxes());
+  for (std::int64_t s = 0; s < std::int64_t(a.node_count()); ++s) {
+    REQUIRE(na(s).left == nb(s).left);
+    REQUIRE(na(s).right == nb(s).right);
+    REQUIRE(na(s).begin == nb(s).begin);
+    REQUIRE(na(s).end == nb(s).end);
+    REQUIRE(na(s).split_dim == nb(s).split_dim);
+    REQUIRE(na(s).split_value == nb(s).split_value);
+    for (int j = 0; j < 6; ++j) REQUIRE(ba(s, j) == bb(s, j));
+  }
+}
+
+struct NoWork {
+  template <class Member>
+  KOKKOS_FUNCTION void operator()(Member const&) const {}
+};
+
+} // namespace
+
 TEST_CASE_TEMPLATE("VVH trees are identical on every backend", Exec, KDFORGE_TEST_SPACES) {
   using Host = Kokkos::Serial;
   for (auto dist : {Distribution::clustered, Distribution::scan, Distribution::duplicates}) {
     auto const pts = test::make_points<float, 3>(5000, dist, 61);
-    auto const a = build_vvh_tree(Exec{}, to_device<Exec>(pts, "p"));
-    auto const b = build_vvh_tree(Host{}, to_device<Host>(pts, "p"));
-    REQUIRE(a.node_count() == b.node_count());
-    CHECK(a.query_radius() == b.query_radius());
-    CHECK(to_host(a.original_indices()) == to_host(b.original_indices()));
-    auto const na = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.nodes());
-    auto const nb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.nodes());
-    auto const ba = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.boxes());
-    auto const bb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.boxes());
-    for (std::int64_t s = 0; s < std::int64_t(a.node_count()); ++s) {
-      REQUIRE(na(s).left == nb(s).left);
-      REQUIRE(na(s).right == nb(s).right);
-      REQUIRE(na(s).begin == nb(s).begin);
-      REQUIRE(na(s).end == nb(s).end);
-      REQUIRE(na(s).split_dim == nb(s).split_dim);
-      REQUIRE(na(s).split_value == nb(s).split_value);
-      for (int j = 0; j < 6; ++j) REQUIRE(ba(s, j) == bb(s, j));
+    require_same_tree(build_vvh_tree(Exec{}, to_device<Exec>(pts, "p")), build_vvh_tree(Host{}, to_device<Host>(pts, "p")));
+  }
+}
+
+// On GPUs a team of threads decides each node (kernels/builders/vvh:
+// searches of team-size-ary steps, the planes' costs shared and reduced);
+// host backends decide with one thread a node. Teams of CPU threads run the
+// GPU's way here, so CPUs test it too.
+TEST_CASE_TEMPLATE("VVH trees: deciding each node by a team of threads builds the same tree", Exec, KDFORGE_TEST_SPACES) {
+  using MS = typename Exec::memory_space;
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible) {
+    Exec exec;
+    int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(NoWork{}, Kokkos::ParallelForTag{});
+    if (most < 2) {
+      MESSAGE(Exec::name(), " runs teams of one thread here: nothing to compare");
+      return;
+    }
+    auto const by_team = [&](auto const& pts, VvhOptions const& o, int team) {
+      using T = std::decay_t<decltype(pts[0][0])>;
+      kernels::vvh::Params const p{o.traversal_cost, o.point_cost, o.empty_space_ratio, o.query_radius,
+                                   std::int64_t(o.small_node_size)};
+      return kernels::vvh::build<std::int32_t, Exec, T>(exec, rows<Exec>(pts), p, o.expected_k, team);
+    };
+    std::vector<int> teams = {2};
+    for (int t = 3; t <= 4 && t <= most; ++t) teams.push_back(t);
+    for (int team : teams) {
+      CAPTURE(team);
+      for (auto dist : {Distribution::clustered, Distribution::scan, Distribution::duplicates, Distribution::uniform}) {
+        for (std::size_t n : {std::size_t(1), std::size_t(2), std::size_t(40), std::size_t(5000)}) {
+          CAPTURE(n);
+          auto const pts = test::make_points<float, 3>(n, dist, 91);
+          require_same_tree(by_team(pts, VvhOptions{}, team), build_vvh_tree(exec, to_device<Exec>(pts, "p")));
+        }
+      }
+      // the exact VVH of small nodes over most levels; medians from level 32 on
+      VvhOptions o;
+      o.small_node_size = 4;
+      o.empty_space_ratio = 0.0;
+      o.query_radius = 0.01;
+      auto const pts = test::make_points<double, 3>(2000, Distribution::clustered, 82);
+      require_same_tree(by_team(pts, o, team), build_vvh_tree(exec, to_device<Exec>(pts, "p"), o));
+      std::vector<Point<double, 3>> chain(1200);
+      for (std::size_t i = 0; i < chain.size(); ++i)
+        chain[i] = Point<double, 3>{{std::ldexp(1.0, -int(i % 600)), 0.5, 0.25 * double(i % 2)}};
+      require_same_tree(by_team(chain, VvhOptions{}, team), build_vvh_tree(exec, to_device<Exec>(chain, "p")));
     }
   }
 }

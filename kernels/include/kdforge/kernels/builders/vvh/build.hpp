@@ -98,10 +98,21 @@ KOKKOS_FUNCTION double grown_volume(Cells const& cells, std::int64_t s, int dim,
   return v;
 }
 
-/// Per node of a new level (nodes first + c): its tight box from its sorted
-/// ranges, then split or leaf, and where (see the top). An empty node's box
-/// is empty (lo = +inf, hi = -inf), which every box distance puts out of
-/// reach. flags(c) is 1 where the node splits.
+/// Team size of Decide: a warp a node on GPUs, where one thread's chain of
+/// dependent loads (a binary search over a large node, 93 planes of a small
+/// one) took 25-90 us a level whatever the level's size; one thread a node
+/// on host backends, which loop as before.
+template <class Exec>
+constexpr int decide_team_size() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible ? 1 : 32;
+}
+
+/// Per node of a new level (nodes first + c, a team each): its tight box
+/// from its sorted ranges, then split or leaf, and where (see the top). An
+/// empty node's box is empty (lo = +inf, hi = -inf), which every box
+/// distance puts out of reach. flags(c) is 1 where the node splits. The
+/// team's threads share the searches and the planes; the choice is the one
+/// a single thread makes going through them in order.
 template <class PV, class Order, class Boxes, class Cells, class Nodes, class Dec, class Flags>
 struct Decide {
   using T = typename PV::non_const_value_type;
@@ -120,31 +131,66 @@ struct Decide {
 
   KOKKOS_FORCEINLINE_FUNCTION T coord(int d, std::int64_t pos) const { return pts(order(d * n + pos), d); }
 
-  /// Positions of [b, e) with coordinate <= v on axis d (the list is sorted).
-  KOKKOS_FUNCTION Index upper_bound(int d, Index b, Index e, T v) const {
-    while (b < e) {
-      Index const m = b + (e - b) / 2;
-      if (coord(d, m) <= v) b = m + 1;
-      else e = m;
+  /// Positions of [b, e) with coordinate <= v on axis d (the list is
+  /// sorted): a search of team-size-ary steps, each probing one position a
+  /// thread; binary on one thread.
+  template <class Member>
+  KOKKOS_FUNCTION Index upper_bound(Member const& team, int d, Index b, Index e, T v) const {
+    Index const probes = Index(team.team_size());
+    if (probes == 1) {
+      while (b < e) {
+        Index const m = b + (e - b) / 2;
+        if (coord(d, m) <= v) b = m + 1;
+        else e = m;
+      }
+      return b;
     }
-    return b;
+    while (e - b > probes) { // the answer lies in [b, e]
+      Index const step = (e - b + probes - 1) / probes;
+      Index below = 0; // probes b + i step with coordinate <= v: the first ones
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, probes),
+          [&](Index i, Index& c) {
+            Index const at = b + i * step;
+            if (at < e && coord(d, at) <= v) c += 1;
+          },
+          below);
+      if (below == 0) return b;
+      Index const nb = b + (below - 1) * step + 1;
+      e = b + below * step < e ? b + below * step : e;
+      b = nb;
+    }
+    Index below = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, e - b), [&](Index i, Index& c) { c += coord(d, b + i) <= v ? 1 : 0; }, below);
+    return b + below;
   }
 
-  KOKKOS_FUNCTION void operator()(std::int64_t a) const {
+  /// The VVH cost of the plane after position j on axis d (see the top).
+  KOKKOS_FUNCTION double plane_cost(std::int64_t s, Index count, int d, double c, Index j, double r2, double v) const {
     using backend::add_rn;
     using backend::mul_rn;
+    double const vl = grown_volume(cells, s, d, c, false, r2);
+    double const vr = grown_volume(cells, s, d, c, true, r2);
+    double const sum = add_rn(mul_rn(double(j + 1), vl), mul_rn(double(count - j - 1), vr));
+    return add_rn(p.traversal_cost, mul_rn(p.point_cost, sum / v));
+  }
+
+  template <class Member>
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    using backend::add_rn;
+    using backend::mul_rn;
+    std::int64_t const a = team.league_rank();
     std::int64_t const v = first + a;
     auto const rec = nodes(v);
-    Splitting<Index> const s{Index(v), rec.begin, rec.end, Index(0)};
+    Index const b = rec.begin, e = rec.end;
+    Index const count = e - b;
+    // the tight box (every thread reads it; one writes it)
+    T lo[3], hi[3];
     for (int d = 0; d < 3; ++d) {
-      if (s.begin == s.end) {
-        boxes(v, d) = kdforge::detail::infinity<T>();
-        boxes(v, 3 + d) = -kdforge::detail::infinity<T>();
-      } else {
-        bfs::read_box(pts, order, boxes, n, 3, v, s.begin, s.end, d);
-      }
+      lo[d] = count ? coord(d, b) : kdforge::detail::infinity<T>();
+      hi[d] = count ? coord(d, e - 1) : -kdforge::detail::infinity<T>();
     }
-    Index const count = s.end - s.begin;
     Index left = 0;
     int dim = -1;
     T value = T(0);
@@ -152,7 +198,7 @@ struct Decide {
     int wide = 0;
     T width = T(-1);
     for (int d = 0; d < 3; ++d) {
-      T const w = boxes(s.node, 3 + d) - boxes(s.node, d);
+      T const w = hi[d] - lo[d];
       if (w > width) {
         width = w;
         wide = d;
@@ -162,16 +208,16 @@ struct Decide {
       if (level >= vvh_levels) { // the median position: always splits
         dim = wide;
         left = count / 2;
-        value = coord(wide, s.begin + left - 1);
+        value = coord(wide, b + left - 1);
       } else {
         // empty space: the widest gap, relative to the cell, above Ce
         double best_ratio = 0.0;
         int side = -1;
         for (int d = 0; d < 3; ++d) {
-          double const clo = double(cells(s.node, d)), chi = double(cells(s.node, 3 + d));
+          double const clo = double(cells(v, d)), chi = double(cells(v, 3 + d));
           double const ext = add_rn(chi, -clo);
           if (!(ext > 0.0)) continue;
-          double const gaps[2] = {add_rn(double(boxes(s.node, d)), -clo), add_rn(chi, -double(boxes(s.node, 3 + d)))};
+          double const gaps[2] = {add_rn(double(lo[d]), -clo), add_rn(chi, -double(hi[d]))};
           for (int h = 0; h < 2; ++h) {
             if (!(gaps[h] > mul_rn(p.empty_ratio, ext))) continue;
             double const ratio = gaps[h] / ext;
@@ -184,49 +230,64 @@ struct Decide {
         if (side >= 0) {
           dim = side / 2;
           bool const low = side % 2 == 0;
-          value = low ? boxes(s.node, dim) : boxes(s.node, 3 + dim);
+          value = low ? lo[dim] : hi[dim];
           left = low ? Index(0) : count; // the empty child on the gap's side
         } else { // the spatial median of the longest axis
           dim = wide;
-          T const lo = boxes(s.node, wide), hi = boxes(s.node, 3 + wide);
-          value = T(0.5 * (double(lo) + double(hi)));
-          left = upper_bound(wide, s.begin, s.end, value) - s.begin;
+          value = T(0.5 * (double(lo[wide]) + double(hi[wide])));
+          left = upper_bound(team, wide, b, e, value) - b;
           if (left == 0 || left == count) { // lo and hi one unit apart: split off lo
-            value = lo;
-            left = upper_bound(wide, s.begin, s.end, value) - s.begin;
+            value = lo[wide];
+            left = upper_bound(team, wide, b, e, value) - b;
           }
         }
       }
     } else if (width > T(0) && count >= 2 && level < vvh_levels) {
-      // exact VVH over the planes through point positions
+      // exact VVH over the planes through point positions: the least cost,
+      // then the first plane (axis, then position) that has it
       double const r2 = add_rn(p.radius, p.radius);
-      double const v = grown_volume(cells, s.node, -1, 0.0, false, r2);
-      double best = mul_rn(p.point_cost, double(count)); // the leaf
-      for (int d = 0; d < 3; ++d) {
-        for (Index j = 0; j + 1 < count; ++j) {
-          T const c = coord(d, s.begin + j);
-          if (!(c < coord(d, s.begin + j + 1))) continue; // no plane between equal coordinates
-          double const vl = grown_volume(cells, s.node, d, double(c), false, r2);
-          double const vr = grown_volume(cells, s.node, d, double(c), true, r2);
-          double const sum = add_rn(mul_rn(double(j + 1), vl), mul_rn(double(count - j - 1), vr));
-          double const cost = add_rn(p.traversal_cost, mul_rn(p.point_cost, sum / v));
-          if (cost < best) {
-            best = cost;
-            dim = d;
-            value = c;
-            left = j + 1;
-          }
+      double const vol = grown_volume(cells, v, -1, 0.0, false, r2);
+      double const leaf = mul_rn(p.point_cost, double(count));
+      Index const planes = 3 * (count - 1);
+      // each thread: the least cost of its planes, and the first of them
+      // that has it (its planes come in increasing order)
+      double best = kdforge::detail::infinity<double>();
+      Index at = planes;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, planes), [&](Index t) {
+        int const d = int(t / (count - 1));
+        Index const j = t % (count - 1);
+        T const c = coord(d, b + j);
+        if (!(c < coord(d, b + j + 1))) return; // no plane between equal coordinates
+        double const cost = plane_cost(v, count, d, double(c), j, r2, vol);
+        if (cost < best) {
+          best = cost;
+          at = t;
         }
+      });
+      double least = best;
+      team.team_reduce(Kokkos::Min<double>(least));
+      if (least < leaf) {
+        Index first_at = best == least ? at : planes;
+        team.team_reduce(Kokkos::Min<Index>(first_at));
+        dim = int(first_at / (count - 1));
+        left = first_at % (count - 1) + 1;
+        value = coord(dim, b + left - 1);
       }
     }
-    dec(a) = Decision<T, Index>{left, dim >= 0 ? 1 : 0};
-    flags(a) = dim >= 0 ? 1 : 0;
-    if (dim >= 0) {
-      auto node = rec;
-      node.split_dim = dim;
-      node.split_value = value;
-      nodes(v) = node;
-    }
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      for (int d = 0; d < 3; ++d) {
+        boxes(v, d) = lo[d];
+        boxes(v, 3 + d) = hi[d];
+      }
+      dec(a) = Decision<T, Index>{left, dim >= 0 ? 1 : 0};
+      flags(a) = dim >= 0 ? 1 : 0;
+      if (dim >= 0) {
+        auto node = rec;
+        node.split_dim = dim;
+        node.split_value = value;
+        nodes(v) = node;
+      }
+    });
   }
 };
 
@@ -357,11 +418,13 @@ inline double estimate_radius(double const (&extent)[3], std::int64_t n, int k) 
 }
 
 /// The builder: `pts` is N x 3, finite (checked by the caller). Params's
-/// radius <= 0 asks for the estimate from `expected_k`.
+/// radius <= 0 asks for the estimate from `expected_k`. `decide_team` > 0
+/// sets Decide's team size (at most the space's largest): the tests run the
+/// GPU's shared searches and reductions on CPU threads with it.
 template <class Index, class Exec, class T>
 VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
                                                      Kokkos::View<T**, Kokkos::LayoutRight, typename Exec::memory_space> pts,
-                                                     Params p, int expected_k) {
+                                                     Params p, int expected_k, int decide_team = 0) {
   using MS = typename Exec::memory_space;
   using Tree = VvhTree<MS, T, Index>;
   using Base = BucketTree<MS, T, Index>;
@@ -431,11 +494,12 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   // Each level ends by deciding its nodes (boxes, then split or leaf) and
   // listing the splitting ones; the count of that list is the level's one
   // wait for the device, and sizes the next level's launches.
+  int const team = decide_team > 0 ? decide_team : decide_team_size<Exec>();
   auto decide = [&](std::int64_t first, std::int64_t count, int at_level) {
     bfs::at_least(dec, count, "kdforge::vvh_tree::decisions");
     bfs::at_least(lflags, count, "kdforge::vvh_tree::level_flags");
     bfs::at_least(lscan, count, "kdforge::vvh_tree::level_scan");
-    Kokkos::parallel_for("kdforge::build_vvh_tree::decide", Kokkos::RangePolicy<Exec>(exec, 0, count),
+    Kokkos::parallel_for("kdforge::build_vvh_tree::decide", Kokkos::TeamPolicy<Exec>(exec, count, team),
                          Decide<decltype(pts), decltype(order), Boxes, Boxes, decltype(nodes), Dec, Flags>{
                              pts, order, boxes, cells, nodes, dec, lflags, n, first, at_level, p});
     std::int64_t const splitting = std::int64_t(backend::exclusive_scan(
