@@ -18,7 +18,7 @@
 #   KDFORGE_BUILD_ROOT     where build trees go (default ./build-tests)
 #   KDFORGE_KOKKOS_RELEASE the Kokkos 4.6.01 tarball (default ../shared/vendor/kokkos-4.6.01.tar.gz
 #                          beside the checkout); "off" skips that suite
-#   KDFORGE_KOKKOS4_FEATURES the features of that suite (default build;public_api;primitives:
+#   KDFORGE_KOKKOS4_FEATURES the features of that suite (default build;public_api;primitives;bucket;vvh;rays:
 #                          every builder, every query through the public API, every backend
 #                          primitive; "all" for every one)
 #   KDFORGE_SANITIZE       ON (default): the Serial suite is built with ASan + UBSan, a subset of the
@@ -134,12 +134,13 @@ release=${KDFORGE_KOKKOS_RELEASE:-$here/../shared/vendor/kokkos-4.6.01.tar.gz}
 if [ "$release" != off ] && [ -f "$release" ]; then
   echo "=== kdforge: OpenMP backend against Kokkos $(basename "$release"): configure, build, test"
   # without a BLAS, so that configuration (brute force by tiles alone) is compiled and tested too;
-  # the features that reach every layer and backend primitive (the whole suite ran above)
+  # the features that reach every layer, builder and backend primitive (the whole suite ran above):
+  # build for the point builders, bucket, vvh and rays for Hu's and Zhou's
   prefix=$(KDFORGE_KOKKOS_TARBALL="$release" bash cmake/kokkos-bootstrap.sh OpenMP | tail -n1)
   cmake -S . -B "$root/OpenMP-kokkos4" -G Ninja -DKDFORGE_BACKEND=OpenMP -DCMAKE_BUILD_TYPE=Release \
         -DKokkos_ROOT="$prefix" -DKDFORGE_BOOTSTRAP_KOKKOS=OFF -DKDFORGE_ENABLE_PERF=OFF -DKDFORGE_ENABLE_EXAMPLES=OFF \
         -DKDFORGE_ENABLE_MPI=OFF -DKDFORGE_ENABLE_BLAS=OFF \
-        -DKDFORGE_TEST_FEATURE_SUBSET="${KDFORGE_KOKKOS4_FEATURES:-build;public_api;primitives}" \
+        -DKDFORGE_TEST_FEATURE_SUBSET="${KDFORGE_KOKKOS4_FEATURES:-build;public_api;primitives;bucket;vvh;rays}" \
         "${python_off[@]}"
   cmake --build "$root/OpenMP-kokkos4" --parallel "$jobs"
   step_end "Kokkos 4: bootstrap, configure and build"
