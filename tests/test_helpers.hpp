@@ -25,6 +25,13 @@ struct MemoryGuard {
   }
 };
 
+/// An empty team functor: asks a TeamPolicy how large its teams may be, for
+/// the tests that run the GPU's team code on teams of CPU threads.
+struct NoWork {
+  template <class Member>
+  KOKKOS_FUNCTION void operator()(Member const&) const {}
+};
+
 // Every test runs on the configured default space and, where it differs, on
 // Kokkos::Serial, so one binary compares the build's backend to the serial one;
 // KDFORGE_TEST_DEFAULT_SPACE_ONLY (tests/CMakeLists.txt,

@@ -855,6 +855,45 @@ TEST_CASE_TEMPLATE("SAH trees are identical on every backend", Exec, KDFORGE_TES
   }
 }
 
+// On GPUs a warp chooses each small node's split and one team scans a
+// level's per-node lists (kernels/builders/sah); host backends use teams of
+// one thread. Teams of CPU threads run the GPU's way here, so CPUs test it
+// too: any team size must build the same tree.
+TEST_CASE_TEMPLATE("SAH trees: choosing and scanning by teams of threads builds the same tree", Exec,
+                   KDFORGE_TEST_SPACES) {
+  using MS = typename Exec::memory_space;
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible) {
+    Exec exec;
+    int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(test::NoWork{}, Kokkos::ParallelForTag{});
+    if (most < 2) {
+      MESSAGE(Exec::name(), " runs teams of one thread here: nothing to compare");
+      return;
+    }
+    SahOptions few;
+    few.small_node_size = 8;
+    for (int which = 0; which < 4; ++which) {
+      CAPTURE(which);
+      Mesh const m = which == 0 ? soup(3000, 0.05, 41) : which == 1 ? icosphere(3, 0.4)
+                   : which == 2 ? soup(40, 0.3, 42) : soup(600, 1.0, 43);
+      SahOptions const o = which == 2 ? few : SahOptions{};
+      auto const mesh = upload<Exec, float>(m);
+      auto const ref = build_sah_tree(exec, mesh.first, mesh.second, o);
+      auto const nr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ref.nodes());
+      for (int team = 2; team <= 4 && team <= most; ++team) {
+        CAPTURE(team);
+        auto const t = kernels::sah::build<float>(exec, mesh.first, mesh.second, o, team, team == 4 ? 3 : team);
+        auto const nt = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, t.nodes());
+        REQUIRE(nt.extent(0) == nr.extent(0));
+        std::size_t differ = 0;
+        for (std::size_t i = 0; i < nr.extent(0); ++i) differ += !(nr(i) == nt(i));
+        CHECK(differ == 0);
+        CHECK(to_host(ref.leaf_triangles()) == to_host(t.leaf_triangles()));
+        CHECK(sah_cost(ref) == sah_cost(t));
+      }
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE("SAH trees and ray queries refuse bad input with a clear error", Exec, KDFORGE_TEST_SPACES) {
   Exec exec;
   using MS = typename Exec::memory_space;

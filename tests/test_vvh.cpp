@@ -477,11 +477,6 @@ void require_same_tree(A const& a, B const& b) {
   }
 }
 
-struct NoWork {
-  template <class Member>
-  KOKKOS_FUNCTION void operator()(Member const&) const {}
-};
-
 } // namespace
 
 TEST_CASE_TEMPLATE("VVH trees are identical on every backend", Exec, KDFORGE_TEST_SPACES) {
@@ -500,7 +495,7 @@ TEST_CASE_TEMPLATE("VVH trees: deciding each node by a team of threads builds th
   using MS = typename Exec::memory_space;
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible) {
     Exec exec;
-    int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(NoWork{}, Kokkos::ParallelForTag{});
+    int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(test::NoWork{}, Kokkos::ParallelForTag{});
     if (most < 2) {
       MESSAGE(Exec::name(), " runs teams of one thread here: nothing to compare");
       return;

@@ -770,9 +770,37 @@ struct StartSmallNodes {
   }
 };
 
+// The position of the r-th set bit of s (r counted from 0, r < popcount(s)):
+// a binary search by population counts, six steps.
+KOKKOS_FORCEINLINE_FUNCTION int select_bit(std::uint64_t s, int r) {
+  int pos = 0;
+  for (int w = 32; w > 0; w /= 2) {
+    std::uint64_t const low = s & ((std::uint64_t(1) << w) - 1);
+    int const c = backend::popcount64(low);
+    if (r >= c) {
+      r -= c;
+      s >>= w;
+      pos += w;
+    } else {
+      s = low;
+    }
+  }
+  return pos;
+}
+
+// Team size of the small nodes' choice: a warp on GPUs. A node has 6 |S|
+// candidates, at most 384 and a few dozen below its small root's first
+// levels, so wider teams mostly wait at the reduction's barriers.
+template <class Exec>
+constexpr int small_team_size() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible ? 1 : 32;
+}
+
 // PROCESSSMALLNODES, first half: the cheapest candidate per node (-1: leaf).
-// The node's team splits its candidates; the cheapest wins, and between
-// equal costs the first candidate, as a loop over them in order would pick.
+// The node's team splits its candidates (those of its own triangles, the
+// set bits of its mask, as the paper's "j.triangle in s"); the cheapest
+// wins, and between equal costs the first candidate, as a loop over them in
+// order would pick.
 template <class T, class Small, class Candidates, class Choice, class Counts, class Member>
 struct ChooseSmallSplit {
   Small small;
@@ -793,10 +821,10 @@ struct ChooseSmallSplit {
     std::int32_t best = -1;
     if (n > 0 && a0 > 0.0 && node.depth + 1 <= max_depth) {
       std::int64_t const base = std::int64_t(node.root) * candidates_per_root;
-      for (int c = t; c < candidates_per_root; c += ts) {
-        if (!((s >> (c / 6)) & 1u)) continue; // j.triangle in s
+      for (int j = t; j < 6 * n; j += ts) {
+        int const c = 6 * select_bit(s, j / 6) + j % 6; // face j % 6 of the node's (j / 6)-th triangle
         Candidate<T> const cand = candidates(base + c);
-        if (cand.dim < 0) break; // past the root's candidates (all later ones too)
+        if (cand.dim < 0) continue; // not a triangle of the root (a mask never holds one)
         int const d = cand.dim;
         if (!(cand.value > node.cell.lo[d] && cand.value < node.cell.hi[d])) continue;
         int const cl = backend::popcount64(s & cand.left);
@@ -814,9 +842,10 @@ struct ChooseSmallSplit {
     auto* part_best = static_cast<std::int32_t*>(team.team_shmem().get_shmem(sizeof(std::int32_t) * ts));
     part_cost[t] = best_cost;
     part_best[t] = best;
-    for (int half = ts / 2; half > 0; half /= 2) {
+    for (int width = ts; width > 1;) { // any team size: the upper part folds onto the lower
+      int const half = (width + 1) / 2;
       team.team_barrier();
-      if (t < half) {
+      if (t < width - half) {
         double const oc = part_cost[t + half];
         std::int32_t const ob = part_best[t + half];
         // a real split beats the leaf only when cheaper; between splits, the cheaper, then the first
@@ -827,6 +856,7 @@ struct ChooseSmallSplit {
           part_best[t] = ob;
         }
       }
+      width = half;
     }
     if (t == 0) {
       choice(i) = part_best[0];
@@ -995,12 +1025,13 @@ void grow(Exec const& exec, View& v, std::size_t needed, std::size_t valid, bool
 }
 
 // Makes v hold at least n entries, contents undefined: the per-level
-// scratch, allocated once for the largest level rather than on every level
-// (an allocation on a GPU costs as much as a level's kernels).
+// scratch, allocated for the largest level rather than on every level (an
+// allocation on a GPU costs as much as a level's kernels, and freeing one
+// waits for the device), at least doubling when it grows.
 template <class View>
 void reserve(View& v, std::size_t n) {
   if (v.extent(0) >= n) return;
-  v = backend::allocate<View>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(n, v.extent(0) + v.extent(0) / 2));
+  v = backend::allocate<View>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(n, 2 * v.extent(0)));
 }
 
 // Exclusive scan of v(0..n) in place, after v(n) = 0, so v(n) is the total;
@@ -1023,32 +1054,64 @@ void read_totals(Exec const& exec, Totals const& totals, HostTotals const& host)
                     "SahOptions::max_depth or build over fewer, less overlapping triangles");
 }
 
-template <class Totals, class Counts>
-struct GatherTotals {
-  Totals totals;
-  Counts c0, c1, c2, c3, c4, c5;
+// Team size of ScanCounts: one team scans all of a level's per-node lists.
+template <class Exec>
+constexpr int scan_team_size() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible ? 1 : 512;
+}
+
+// Exclusive scans in place of up to six lists of n counts (entries 0..n-1;
+// each list's total into its entry n and, where `totals` has room, into
+// totals(k)), by one team: a level's per-node lists are a few thousand
+// entries, so one launch does what a vendor scan per list (two kernels and
+// a fill each) did. Each thread sums a contiguous slice, the team scans the
+// slices' sums, and each thread writes its slice's prefixes: integer sums,
+// the same on every backend and team size.
+template <class Counts, class Totals, class Member>
+struct ScanCounts {
+  Counts lists[6];
+  int count;
   std::int64_t n;
-  KOKKOS_FUNCTION void operator()(std::int64_t) const {
-    totals(0) = c0(n);
-    totals(1) = c1(n);
-    totals(2) = c2(n);
-    totals(3) = c3(n);
-    totals(4) = c4(n);
-    totals(5) = c5(n);
+  Totals totals;
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    int const t = team.team_rank(), ts = team.team_size();
+    std::int64_t const per = (n + ts - 1) / ts;
+    std::int64_t const b = std::int64_t(t) * per < n ? std::int64_t(t) * per : n;
+    std::int64_t const e = b + per < n ? b + per : n;
+    for (int k = 0; k < count; ++k) {
+      Counts const& v = lists[k];
+      std::int32_t sum = 0;
+      for (std::int64_t i = b; i < e; ++i) sum += v(i);
+      std::int32_t at = team.team_scan(sum);
+      for (std::int64_t i = b; i < e; ++i) {
+        std::int32_t const x = v(i);
+        v(i) = at;
+        at += x;
+      }
+      if (t == ts - 1) { // the last slice ends at n
+        v(n) = at;
+        if (std::int64_t(k) < std::int64_t(totals.extent(0))) totals(k) = at;
+      }
+    }
   }
 };
 } // namespace detail
 
 /// Builds the SAH tree over the mesh (`vertices`: V x 3, `triangles`: F x 3
-/// indices, both checked by the caller: finite, in range).
+/// indices, both checked by the caller: finite, in range). `small_team`
+/// and `scan_team` (0: the backend's) size the teams that choose the small
+/// nodes' splits and scan a level's per-node lists: any size builds the
+/// same tree, so tests run the GPU's teams on CPUs too.
 template <class T, class Exec, class Vertices, class Triangles>
 TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices const& vertices,
-                                                  Triangles const& triangles, SahOptions const& options) {
+                                                  Triangles const& triangles, SahOptions const& options,
+                                                  int small_team = 0, int scan_team = 0) {
   using MS = typename Exec::memory_space;
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
   using Team = Kokkos::TeamPolicy<Exec>;
   using Member = typename Team::member_type;
   int const team_size = reduction_team_size<Exec>();
+  if (small_team <= 0) small_team = small_team_size<Exec>();
   using BoxView = Kokkos::View<Box<T, 3>*, MS>;
   using IntView = Kokkos::View<std::int32_t*, MS>;
   using LargeView = Kokkos::View<LargeNode<T>*, MS>;
@@ -1071,9 +1134,19 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     return TriangleTree<MS, T>(backend::allocate<OutView>("kdforge::sah::nodes", 0), backend::allocate<IntView>("kdforge::sah::leaf_triangles", 0), corners,
                                Box<T, 3>::empty(), 0, tree_costs);
   }
+  // First sizes from the triangle count, so that the lists and the levels'
+  // scratch seldom grow (each growth is an allocation, and on GPUs the free
+  // of the old list waits for the device): about 4 nodes per triangle (3.7
+  // to 3.9 in random soups of 2,000 to 300,000), a small root per 32
+  // triangles, and half again as many references as triangles in a level,
+  // where straddling triangles go to both children.
+  std::size_t const uf = std::size_t(f);
+  std::size_t const ref_capacity = uf + uf / 2 + 64;
+  std::size_t const node_capacity = ref_capacity / std::size_t(std::max(small_size, 1) + 1) + 2;
+  std::size_t const root_capacity = uf / 32 + 16;
   // initialisation: each triangle's corners and box, the scene box
-  auto boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::boxes"), f);
-  auto tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::tris"), f);
+  auto boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::boxes"), ref_capacity);
+  auto tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::tris"), ref_capacity);
   Box<T, 3> scene;
   {
     auto points = backend::allocate<Kokkos::View<Point<T, 3>*, MS>>(Kokkos::view_alloc(W, "kdforge::sah::points"), 3 * f);
@@ -1090,16 +1163,23 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
 
   // the nodes as the stages make them; the leaves of the large-node stage's
   // triangles (the pool); the small roots and their triangles
-  auto built = backend::allocate<BuiltView>(Kokkos::view_alloc(W, "kdforge::sah::built"), 64);
+  auto built = backend::allocate<BuiltView>(Kokkos::view_alloc(W, "kdforge::sah::built"), 4 * uf + 64);
   auto pool_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::pool"), 64);
-  auto roots = backend::allocate<RootView>(Kokkos::view_alloc(W, "kdforge::sah::roots"), 16);
-  auto small_tris = backend::allocate<IntView>("kdforge::sah::small_tris", 16 * small_capacity); // slots: zeroed
-  auto small_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::small_boxes"), 16 * small_capacity);
+  auto roots = backend::allocate<RootView>(Kokkos::view_alloc(W, "kdforge::sah::roots"), root_capacity);
+  auto small_tris = backend::allocate<IntView>("kdforge::sah::small_tris", root_capacity * small_capacity); // slots: zeroed
+  auto small_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::small_boxes"), root_capacity * small_capacity);
   std::int32_t built_count = 1, pool_count = 0, root_count = 0;
   // scan temporary storage, and the totals the host needs from each level
   auto scan_space = backend::allocate<Kokkos::View<char*, MS>>("kdforge::sah::scan_workspace", 0);
   auto totals = backend::allocate<Kokkos::View<std::int32_t*, MS>>("kdforge::sah::totals", 6);
   auto const totals_h = Kokkos::create_mirror_view(Kokkos::HostSpace(), totals);
+  using Totals = decltype(totals);
+  if (scan_team <= 0) scan_team = detail::scan_team_size<Exec>();
+  // per-node lists of a level scanned in place by one team, totals(k) = list k's total
+  auto const scan_counts = [&](Totals const& to, std::int64_t n, auto const&... lists) {
+    Kokkos::parallel_for("kdforge::sah::scan_counts", Team(exec, 1, scan_team),
+                         detail::ScanCounts<IntView, Totals, Member>{{lists...}, int(sizeof...(lists)), n, to});
+  };
 
   auto active = backend::allocate<LargeView>(Kokkos::view_alloc(W, "kdforge::sah::active"), 1);
   std::int32_t active_count = 0;
@@ -1141,6 +1221,21 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   auto next_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::boxes"), 0);
   auto staged_tris = backend::allocate<IntView>(Kokkos::view_alloc(W, "kdforge::sah::staged_tris"), 0);
   auto staged_boxes = backend::allocate<BoxView>(Kokkos::view_alloc(W, "kdforge::sah::staged_boxes"), 0);
+  if (active_count > 0) {
+    std::size_t const chunk_capacity = node_capacity + ref_capacity / chunk_size + 1;
+    for (auto* v : {&chunks, &new_nodes, &pool, &next_large, &next_small, &next_refs, &staged})
+      detail::reserve(*v, node_capacity + 1);
+    detail::reserve(plans, node_capacity);
+    detail::reserve(next, node_capacity);
+    detail::reserve(owner, chunk_capacity);
+    detail::reserve(chunk_boxes, chunk_capacity);
+    detail::reserve(axis_counts, chunk_capacity);
+    for (auto* v : {&lscan, &rscan}) detail::reserve(*v, ref_capacity + 1);
+    for (auto* v : {&lboxes, &rboxes, &next_boxes}) detail::reserve(*v, ref_capacity);
+    detail::reserve(next_tris, ref_capacity);
+    detail::reserve(staged_tris, ref_capacity / 4);
+    detail::reserve(staged_boxes, ref_capacity / 4);
+  }
   while (active_count > 0) {
     kdforge::detail::Region level("kdforge::sah::large_level");
     std::int32_t const a = active_count;
@@ -1148,7 +1243,7 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     detail::reserve(chunks, std::size_t(a) + 1);
     Kokkos::parallel_for("kdforge::sah::count_chunks", Policy(exec, 0, a),
                          CountChunks<LargeView, IntView>{active, chunks});
-    detail::scan_async(exec, chunks, a, scan_space);
+    scan_counts(Totals(), a, chunks);
     std::int32_t chunk_count = 0;
     Kokkos::deep_copy(exec, chunk_count, Kokkos::subview(chunks, a));
     exec.fence();
@@ -1188,11 +1283,7 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
                          CountLarge<T, LargeView, PlanView, IntView, IntView>{
                              active, plans, lscan, rscan, new_nodes, pool, next_large, next_small, next_refs, staged,
                              costs, small_size});
-    for (auto* v : {&new_nodes, &pool, &next_large, &next_small, &next_refs, &staged})
-      detail::scan_async(exec, *v, a, scan_space);
-    Kokkos::parallel_for("kdforge::sah::totals", Policy(exec, 0, 1),
-                         detail::GatherTotals<decltype(totals), IntView>{totals, new_nodes, pool, next_large, next_small,
-                                                                         next_refs, staged, a});
+    scan_counts(totals, a, new_nodes, pool, next_large, next_small, next_refs, staged);
     detail::read_totals(exec, totals, totals_h);
     std::int32_t const added_nodes = totals_h(0), added_pool = totals_h(1), added_large = totals_h(2),
                        added_small = totals_h(3), added_refs = totals_h(4), added_staged = totals_h(5);
@@ -1249,12 +1340,14 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     Kokkos::parallel_for("kdforge::sah::start_small", Policy(exec, 0, root_count),
                          StartSmallNodes<T, RootView, SmallView>{roots, small});
     std::int32_t small_count = root_count;
+    for (auto* v : {&choice, &children}) detail::reserve(*v, 4 * std::size_t(root_count) + 1);
+    detail::reserve(next_small_nodes, 4 * std::size_t(root_count));
     while (small_count > 0) {
       detail::reserve(choice, std::size_t(small_count));
       detail::reserve(children, std::size_t(small_count) + 1);
       Kokkos::parallel_for("kdforge::sah::choose_small",
-                           Team(exec, small_count, team_size)
-                               .set_scratch_size(0, Kokkos::PerTeam((sizeof(double) + sizeof(std::int32_t)) * team_size + 16)),
+                           Team(exec, small_count, small_team)
+                               .set_scratch_size(0, Kokkos::PerTeam((sizeof(double) + sizeof(std::int32_t)) * small_team + 16)),
                            ChooseSmallSplit<T, SmallView, CandView, IntView, IntView, Member>{
                                small, candidates, choice, children, costs, max_depth});
       detail::scan_async(exec, children, small_count, scan_space);
