@@ -855,6 +855,52 @@ TEST_CASE_TEMPLATE("SAH trees are identical on every backend", Exec, KDFORGE_TES
   }
 }
 
+TEST_CASE_TEMPLATE("SAH trees: rays leaving a surface just above a large flat triangle hit it", Exec,
+                   KDFORGE_TEST_SPACES) {
+  // A floor 8 units wide at z = 1 and shadow rays from points 1e-2 to 1e-5
+  // above it towards a light below it (the kitchen scene's shadow rays,
+  // which start 1e-4 of the eye ray's length in front of the surface they
+  // leave). The watertight t is a weighted mean of the corners' distances
+  // along the ray's largest axis (about 2 units), exact only to their
+  // rounding: 2.16692e-4 in float for an exact 2.16596e-4, 4e-4 off, while
+  // the floor's flat box pins t to 8 units of rounding of t itself. A check
+  // that refused a t outside that box missed these hits, which Embree takes.
+  auto run = [](auto zero) {
+    using T = decltype(zero);
+    Mesh m;
+    m.add_triangle(m.add_vertex(4.0, 1.8, 1.0), m.add_vertex(-4.0, 1.6, 1.0), m.add_vertex(-4.0, 1.8, 1.0));
+    std::vector<Ray<T>> rays;
+    // the first: one of the kitchen's rays that Embree hit and kdforge missed (float)
+    double o0[3] = {-1.94697833, 1.77425051, 1.00064993}, d0[3] = {-3.05302167, 2.22574949, -3.00064993};
+    rays.push_back(make_ray<T>(o0, d0, 0.0, 0.9999));
+    double const light[3] = {-5.0, 4.0, -2.0};
+    for (double h : {1e-2, 1e-3, 1e-4, 1e-5})
+      for (int i = 0; i <= 24; ++i) {
+        double o[3] = {-3.5 + 0.25 * i, 1.775, 1.0 + h}, d[3];
+        for (int k = 0; k < 3; ++k) d[k] = light[k] - o[k];
+        rays.push_back(make_ray<T>(o, d, 0.0, 0.9999));
+      }
+    auto const mesh = upload<Exec, T>(m);
+    auto const tree = build_sah_tree(Exec{}, mesh.first, mesh.second);
+    auto const hits = closest(Exec{}, tree, rays);
+    auto const occ = any(Exec{}, tree, rays);
+    std::size_t missed = 0, missed_brute = 0, off = 0;
+    for (std::size_t i = 0; i < rays.size(); ++i) {
+      // where the ray meets z = 1: exact for a flat triangle, up to one rounding
+      double const t = (1.0 - double(rays[i].origin[2])) / double(rays[i].direction[2]);
+      missed += hits[i].triangle != 0 || !occ[i];
+      missed_brute += !brute_any(m, rays[i]);
+      if (hits[i].triangle == 0) off += std::abs(double(hits[i].t) - t) > 1e-3 * t;
+    }
+    CHECK(missed == 0);
+    CHECK(missed_brute == 0);
+    CHECK(off == 0);
+    check_mesh<Exec, T>(m, rays);
+  };
+  SUBCASE("float") { run(0.0f); }
+  SUBCASE("double") { run(0.0); }
+}
+
 // On GPUs a warp chooses each small node's split and one team scans a
 // level's per-node lists (kernels/builders/sah); host backends use teams of
 // one thread. Teams of CPU threads run the GPU's way here, so CPUs test it

@@ -27,13 +27,22 @@
 //  - t is computed by division after the sign tests rather than kept scaled
 //    by det: the same correctly rounded t for the closest-hit comparisons of
 //    every backend and of the brute-force reference.
-//  - A hit must lie where the ray crosses the triangle's box, checked after
-//    the sign tests with the walks' own clipping of a ray to a box (the
-//    same rounding slack; exact along axes the ray does not move on). Where
-//    rounding has eaten the sign tests' precision (products of double
-//    corners close to the origin underflow to zero and count as an edge;
-//    float corners of 1e26 beside a ray at unit scale) they report hits
-//    away from the triangle, which the walks never reach.
+//  - A hit must lie where the ray crosses the triangle's box: after the
+//    sign tests the ray is clipped to the box as the walks clip it (the
+//    same rounding slack; exact along axes the ray does not move on). A ray
+//    that misses the box misses: where rounding has eaten the sign tests'
+//    precision (products of double corners close to the origin underflow
+//    to zero and count as an edge; float corners of 1e26 beside a ray at
+//    unit scale) they report hits away from the triangle, which the walks
+//    never reach. A t outside the ray's interval through the box is moved
+//    to its nearer end, not refused: t is a weighted mean of the corners'
+//    distances along the ray, exact only to rounding of those distances,
+//    which is far more than rounding of t where the ray starts close to a
+//    large triangle (a shadow ray 6.5e-4 above a floor 8 units wide:
+//    t = 2.16692e-4 for an exact 2.16596e-4, which the floor's flat box
+//    pins to within 1e-10). The true hit lies in the interval, so the
+//    moved t is the better one, and the walks, which look for hits there,
+//    find it.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/types.hpp>
@@ -114,17 +123,21 @@ template <class T>
 KOKKOS_FORCEINLINE_FUNCTION T cross2(T a, T b, T c, T d) {
   return backend::add_rn(backend::mul_rn(a, b), -backend::mul_rn(c, d));
 }
-// whether parameter t of ray w lies outside the ray's interval through the
-// box of corners a, b, c, widened by the rounding slack the walks widen
-// boxes by (walks/ray_stack.hpp); exact along axes the ray does not move on
+// the ray's interval [t0, t1] through the box of corners a, b, c, widened
+// by the rounding slack the walks widen boxes by (walks/ray_stack.hpp);
+// exact along axes the ray does not move on. False where the ray misses
+// the box.
 template <class T>
-KOKKOS_FORCEINLINE_FUNCTION bool outside_box(WatertightRay<T> const& w, T const* a, T const* b, T const* c, T t) {
+KOKKOS_FORCEINLINE_FUNCTION bool box_interval(WatertightRay<T> const& w, T const* a, T const* b, T const* c, T& t0,
+                                              T& t1) {
+  t0 = -::kdforge::detail::infinity<T>();
+  t1 = ::kdforge::detail::infinity<T>();
   for (int d = 0; d < 3; ++d) {
     T const lo = a[d] < b[d] ? (a[d] < c[d] ? a[d] : c[d]) : (b[d] < c[d] ? b[d] : c[d]);
     T const hi = a[d] > b[d] ? (a[d] > c[d] ? a[d] : c[d]) : (b[d] > c[d] ? b[d] : c[d]);
     T const o = w.org[d], dir = w.dir[d];
     if (dir == T(0)) {
-      if (o < lo || o > hi) return true;
+      if (o < lo || o > hi) return false;
       continue;
     }
     T ta = (lo - o) / dir, tb = (hi - o) / dir;
@@ -133,9 +146,12 @@ KOKKOS_FORCEINLINE_FUNCTION bool outside_box(WatertightRay<T> const& w, T const*
       ta = tb;
       tb = x;
     }
-    if (t < ta - ray_rounding_slack(ta) || t > tb + ray_rounding_slack(tb)) return true;
+    ta -= ray_rounding_slack(ta);
+    tb += ray_rounding_slack(tb);
+    t0 = ta > t0 ? ta : t0;
+    t1 = tb < t1 ? tb : t1;
   }
-  return false;
+  return t0 <= t1;
 }
 } // namespace watertight_detail
 
@@ -149,7 +165,7 @@ KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T
   using backend::add_rn;
   using backend::mul_rn;
   using watertight_detail::cross2;
-  using watertight_detail::outside_box;
+  using watertight_detail::box_interval;
   TriangleHit<T> res{false, T(0), T(0), T(0)};
   // corners relative to the origin, then sheared into the ray's frame
   T const Ax0 = add_rn(a[w.kx], -w.org[w.kx]), Ay0 = add_rn(a[w.ky], -w.org[w.ky]), Az0 = add_rn(a[w.kz], -w.org[w.kz]);
@@ -175,15 +191,20 @@ KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T
   if (det == T(0)) return res;
   T const Az = mul_rn(w.Sz, Az0), Bz = mul_rn(w.Sz, Bz0), Cz = mul_rn(w.Sz, Cz0);
   T const Tsc = add_rn(add_rn(mul_rn(U, Az), mul_rn(V, Bz)), mul_rn(W, Cz));
-  T const t = Tsc / det;
+  T t = Tsc / det;
   // a hit whose distance overflows T (a tiny direction, a huge mesh) is no
   // hit: t = inf is not a place on the ray, and the walks, which clip the
   // ray to finite cells, could never reach it, so every path agrees on a miss
-  if (!(t >= tmin && t <= tmax) || !::kdforge::detail::is_finite(t)) return res;
-  // a hit outside the triangle's box is no hit (see the top): where
-  // rounding has eaten the sign tests' precision they can report one away
-  // from the triangle, which the walks, clipping to boxes, never reach
-  if (outside_box(w, a, b, c, t)) return res;
+  if (!::kdforge::detail::is_finite(t)) return res;
+  // a ray that misses the triangle's box misses (see the top): where
+  // rounding has eaten the sign tests' precision they can report a hit
+  // away from the triangle, which the walks, clipping to boxes, never
+  // reach; a t beside the ray's interval through the box is rounding of
+  // the corners' distances, and the hit lies in the interval
+  T t0, t1;
+  if (!box_interval(w, a, b, c, t0, t1)) return res;
+  t = t < t0 ? t0 : t > t1 ? t1 : t;
+  if (!(t >= tmin && t <= tmax)) return res;
   res.hit = true;
   res.t = t;
   res.u = V / det;
