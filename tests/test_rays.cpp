@@ -448,6 +448,19 @@ int split_plane_grid(Mesh& m) {
   return k;
 }
 
+// the same nodes, node for node, and the same leaf lists (trees of any two
+// memory spaces)
+template <class A, class B>
+void check_same_nodes(A const& a, B const& b) {
+  auto const na = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.nodes());
+  auto const nb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.nodes());
+  REQUIRE(na.extent(0) == nb.extent(0));
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < na.extent(0); ++i) differ += !(na(i) == nb(i));
+  CHECK(differ == 0);
+  CHECK(to_host(a.leaf_triangles()) == to_host(b.leaf_triangles()));
+}
+
 } // namespace
 
 TEST_CASE_TEMPLATE("SAH trees answer rays like brute force: triangle soups", Exec, KDFORGE_TEST_SPACES) {
@@ -801,15 +814,7 @@ TEST_CASE_TEMPLATE("SAH trees from any mesh View; result Views reused", Exec, KD
   Kokkos::deep_copy(f, ref.second);
   auto const b = build_sah_tree(exec, v, f);
   auto const c = build_sah_tree(exec, TriangleMesh<double, MS>{ref.first, ref.second});
-  for (auto const* t : {&b, &c}) {
-    auto const na = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.nodes());
-    auto const nb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, t->nodes());
-    REQUIRE(na.extent(0) == nb.extent(0));
-    std::size_t differ = 0;
-    for (std::size_t i = 0; i < na.extent(0); ++i) differ += !(na(i) == nb(i));
-    CHECK(differ == 0);
-    CHECK(to_host(a.leaf_triangles()) == to_host(t->leaf_triangles()));
-  }
+  for (auto const* t : {&b, &c}) check_same_nodes(a, *t);
   auto const rays = test::to_device<Exec>(random_rays<double>(100, m, 52), "rays");
   Kokkos::View<Hit<double>*, MS> hits("hits", 100);
   Kokkos::View<bool*, MS> occluded("occluded", 100);
@@ -843,13 +848,7 @@ TEST_CASE_TEMPLATE("SAH trees are identical on every backend", Exec, KDFORGE_TES
     auto const b = upload<Ref, float>(m);
     auto const ta = build_sah_tree(Exec{}, a.first, a.second);
     auto const tb = build_sah_tree(Ref{}, b.first, b.second);
-    auto const na = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ta.nodes());
-    auto const nb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, tb.nodes());
-    REQUIRE(na.extent(0) == nb.extent(0));
-    std::size_t differ = 0;
-    for (std::size_t i = 0; i < na.extent(0); ++i) differ += !(na(i) == nb(i));
-    CHECK(differ == 0);
-    CHECK(to_host(ta.leaf_triangles()) == to_host(tb.leaf_triangles()));
+    check_same_nodes(ta, tb);
     CHECK(ta.height() == tb.height());
     CHECK(sah_cost(ta) == sah_cost(tb));
   }
@@ -924,16 +923,10 @@ TEST_CASE_TEMPLATE("SAH trees: choosing and scanning by teams of threads builds 
       SahOptions const o = which == 2 ? few : SahOptions{};
       auto const mesh = upload<Exec, float>(m);
       auto const ref = build_sah_tree(exec, mesh.first, mesh.second, o);
-      auto const nr = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ref.nodes());
       for (int team = 2; team <= 4 && team <= most; ++team) {
         CAPTURE(team);
         auto const t = kernels::sah::build<float>(exec, mesh.first, mesh.second, o, team, team == 4 ? 3 : team);
-        auto const nt = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, t.nodes());
-        REQUIRE(nt.extent(0) == nr.extent(0));
-        std::size_t differ = 0;
-        for (std::size_t i = 0; i < nr.extent(0); ++i) differ += !(nr(i) == nt(i));
-        CHECK(differ == 0);
-        CHECK(to_host(ref.leaf_triangles()) == to_host(t.leaf_triangles()));
+        check_same_nodes(ref, t);
         CHECK(sah_cost(ref) == sah_cost(t));
       }
     }
