@@ -184,6 +184,36 @@ TEST_CASE_TEMPLATE("resize keeps the rows both extents share, resize_keeping onl
   }
 }
 
+TEST_CASE_TEMPLATE("reserve grows a builder's scratch at least twofold, never shrinks it, and frees the old first", Exec,
+                   KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  using V = Kokkos::View<int*, typename Exec::memory_space>;
+  V v("kdforge::scratch", 10);
+  auto const first = v.data();
+  backend::reserve(v, 10); // holds enough: untouched
+  CHECK(v.data() == first);
+  backend::reserve(v, 3);
+  CHECK(v.extent(0) == 10);
+  backend::reserve(v, 11); // a little more: doubled
+  CHECK(v.extent(0) == 20);
+  CHECK(v.label() == "kdforge::scratch");
+  backend::reserve(v, 100, "kdforge::renamed"); // much more: exactly that
+  CHECK(v.extent(0) == 100);
+  CHECK(v.label() == "kdforge::renamed");
+  V empty;
+  backend::reserve(empty, 0);
+  CHECK(empty.extent(0) == 0);
+  backend::reserve(empty, 1, "kdforge::from_empty");
+  CHECK(empty.extent(0) == 1);
+  CHECK(empty.label() == "kdforge::from_empty");
+  // the old allocation is released before the new one is made, so a
+  // failure leaves the View empty (the builders then throw and drop it)
+  detail::fail_allocation_after(0);
+  CHECK_THROWS_AS(backend::reserve(v, 1000), OutOfMemoryError);
+  detail::fail_allocation_after(-1);
+  CHECK(v.extent(0) == 0);
+}
+
 TEST_CASE_TEMPLATE("every allocation of every builder may fail, and the caller's trees stay usable", Exec,
                    KDFORGE_TEST_SPACES) {
   MemoryGuard guard;

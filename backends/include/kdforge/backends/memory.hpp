@@ -169,6 +169,23 @@ V allocate(Prop const& prop, Extents... extents) {
   }
 }
 
+/// Makes the View v (one run-time extent) hold at least n entries, contents undefined: a
+/// build's per-level scratch, allocated for the largest level rather than
+/// on every level (allocating CUDA memory writes the allocation's header to
+/// the device and waits for it, and freeing waits for the device), at
+/// least doubling when it grows. The old allocation is freed first, so the
+/// two are never held together, and v is left empty where the new one
+/// fails. `label` names the new allocation (v's own label where empty).
+template <class V>
+void reserve(V& v, std::size_t n, std::string label = {}) {
+  static_assert(V::rank_dynamic == 1, "kdforge::backend::reserve: Views of one run-time extent");
+  if (v.extent(0) >= n) return;
+  std::size_t const grown = n > 2 * v.extent(0) ? n : 2 * v.extent(0);
+  if (label.empty()) label = v.label();
+  v = V();
+  v = allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, label), grown);
+}
+
 /// Like Kokkos::resize(v, extents...) (rank 1 and 2), allocating through
 /// allocate(), but keeping only the first `rows` rows (at most the rows both
 /// extents share); the rest is uninitialised. A list grown before it is full

@@ -277,19 +277,6 @@ struct CompactNext {
   }
 };
 
-/// A level's scratch View, kept across the levels of a build: reallocated
-/// (uninitialised, at least doubled) only where a level needs more than it
-/// holds. Allocating CUDA memory writes the allocation's header to the
-/// device and waits for it, so buffers allocated per level cost more than
-/// the level's kernels.
-template <class V>
-void at_least(V& v, std::int64_t size, char const* label) {
-  if (std::int64_t(v.extent(0)) >= size) return;
-  std::int64_t const grown = size > 2 * std::int64_t(v.extent(0)) ? size : 2 * std::int64_t(v.extent(0));
-  v = V();
-  v = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), grown);
-}
-
 /// The points in tree order (dimension 0's list) and their input indices.
 template <class PV, class Order, class Out, class Indices>
 struct GatherPoints {
@@ -368,15 +355,15 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   using Split = Kokkos::View<Splitting<Index>*, MS>;
   using Flags = Kokkos::View<Index*, MS>;
   // a level's scratch is kept across levels and grows only when a level
-  // needs more (at_least)
+  // needs more (backend::reserve)
   Split split, next;
   Flags next_flags, next_scan;
   Kokkos::View<char*, MS> scan_space; // the vendor scans' temporary storage
   std::int64_t const level_guess = std::min<std::int64_t>(n, n / bucket + 1024); // splitting nodes of a level, as a rule
-  at_least(split, level_guess, "kdforge::bucket_tree::splitting");
-  at_least(next, level_guess, "kdforge::bucket_tree::splitting");
-  at_least(next_flags, 2 * level_guess, "kdforge::bucket_tree::next_flags");
-  at_least(next_scan, 2 * level_guess, "kdforge::bucket_tree::next_scan");
+  backend::reserve(split, level_guess, "kdforge::bucket_tree::splitting");
+  backend::reserve(next, level_guess, "kdforge::bucket_tree::splitting");
+  backend::reserve(next_flags, 2 * level_guess, "kdforge::bucket_tree::next_flags");
+  backend::reserve(next_scan, 2 * level_guess, "kdforge::bucket_tree::next_scan");
   std::int64_t splitting = n > bucket ? 1 : 0;
   if (splitting) Kokkos::deep_copy(exec, Kokkos::subview(split, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
   std::int64_t node_count = 1;
@@ -417,15 +404,15 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     std::swap(order, order_out);
     std::int64_t const children = 2 * splitting;
     // the children's boxes, and which of them split next
-    at_least(next_flags, children, "kdforge::bucket_tree::next_flags");
-    at_least(next_scan, children, "kdforge::bucket_tree::next_scan");
+    backend::reserve(next_flags, children, "kdforge::bucket_tree::next_flags");
+    backend::reserve(next_scan, children, "kdforge::bucket_tree::next_scan");
     Kokkos::parallel_for("kdforge::build_bucket_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
                          ChildBoxes<decltype(pts), Flags, decltype(boxes), decltype(nodes)>{
                              pts, order, boxes, nodes, next_flags, n, dim, first_child, bucket});
     std::int64_t const next_count = std::int64_t(
         backend::exclusive_scan(exec, Kokkos::subview(next_flags, std::make_pair(std::int64_t(0), children)),
                                 Kokkos::subview(next_scan, std::make_pair(std::int64_t(0), children)), scan_space));
-    at_least(next, next_count, "kdforge::bucket_tree::splitting");
+    backend::reserve(next, next_count, "kdforge::bucket_tree::splitting");
     Kokkos::parallel_for("kdforge::build_bucket_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
                          CompactNext<decltype(nodes), Flags, Split>{nodes, next_flags, next_scan, next, first_child,
                                                                     split_index});

@@ -1024,16 +1024,6 @@ void grow(Exec const& exec, View& v, std::size_t needed, std::size_t valid, bool
   v = w;
 }
 
-// Makes v hold at least n entries, contents undefined: the per-level
-// scratch, allocated for the largest level rather than on every level (an
-// allocation on a GPU costs as much as a level's kernels, and freeing one
-// waits for the device), at least doubling when it grows.
-template <class View>
-void reserve(View& v, std::size_t n) {
-  if (v.extent(0) >= n) return;
-  v = backend::allocate<View>(Kokkos::view_alloc(Kokkos::WithoutInitializing, v.label()), std::max(n, 2 * v.extent(0)));
-}
-
 // Exclusive scan of v(0..n) in place, after v(n) = 0, so v(n) is the total;
 // queued on exec without waiting for it.
 template <class Exec, class View>
@@ -1224,42 +1214,42 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   if (active_count > 0) {
     std::size_t const chunk_capacity = node_capacity + ref_capacity / chunk_size + 1;
     for (auto* v : {&chunks, &new_nodes, &pool, &next_large, &next_small, &next_refs, &staged})
-      detail::reserve(*v, node_capacity + 1);
-    detail::reserve(plans, node_capacity);
-    detail::reserve(next, node_capacity);
-    detail::reserve(owner, chunk_capacity);
-    detail::reserve(chunk_boxes, chunk_capacity);
-    detail::reserve(axis_counts, chunk_capacity);
-    for (auto* v : {&lscan, &rscan}) detail::reserve(*v, ref_capacity + 1);
-    for (auto* v : {&lboxes, &rboxes, &next_boxes}) detail::reserve(*v, ref_capacity);
-    detail::reserve(next_tris, ref_capacity);
-    detail::reserve(staged_tris, ref_capacity / 4);
-    detail::reserve(staged_boxes, ref_capacity / 4);
+      backend::reserve(*v, node_capacity + 1);
+    backend::reserve(plans, node_capacity);
+    backend::reserve(next, node_capacity);
+    backend::reserve(owner, chunk_capacity);
+    backend::reserve(chunk_boxes, chunk_capacity);
+    backend::reserve(axis_counts, chunk_capacity);
+    for (auto* v : {&lscan, &rscan}) backend::reserve(*v, ref_capacity + 1);
+    for (auto* v : {&lboxes, &rboxes, &next_boxes}) backend::reserve(*v, ref_capacity);
+    backend::reserve(next_tris, ref_capacity);
+    backend::reserve(staged_tris, ref_capacity / 4);
+    backend::reserve(staged_boxes, ref_capacity / 4);
   }
   while (active_count > 0) {
     kdforge::detail::Region level("kdforge::sah::large_level");
     std::int32_t const a = active_count;
     std::int64_t const refs = ref_count;
-    detail::reserve(chunks, std::size_t(a) + 1);
+    backend::reserve(chunks, std::size_t(a) + 1);
     Kokkos::parallel_for("kdforge::sah::count_chunks", Policy(exec, 0, a),
                          CountChunks<LargeView, IntView>{active, chunks});
     scan_counts(Totals(), a, chunks);
     std::int32_t chunk_count = 0;
     Kokkos::deep_copy(exec, chunk_count, Kokkos::subview(chunks, a));
     exec.fence();
-    detail::reserve(owner, std::size_t(chunk_count));
-    detail::reserve(chunk_boxes, std::size_t(chunk_count));
+    backend::reserve(owner, std::size_t(chunk_count));
+    backend::reserve(chunk_boxes, std::size_t(chunk_count));
     Kokkos::parallel_for("kdforge::sah::chunk_owners", Policy(exec, 0, a),
                          FillChunkOwners<IntView, IntView>{chunks, owner});
     Kokkos::parallel_for("kdforge::sah::chunk_boxes",
                          Team(exec, chunk_count, team_size).set_scratch_size(0, Kokkos::PerTeam(sizeof(Box<T, 3>) * team_size)),
                          ChunkReduce<T, LargeView, IntView, IntView, BoxView, BoxView, Member>{active, chunks, owner,
                                                                                               boxes, chunk_boxes});
-    detail::reserve(plans, std::size_t(a));
+    backend::reserve(plans, std::size_t(a));
     Kokkos::parallel_for("kdforge::sah::plan_large", Policy(exec, 0, a),
                          PlanLarge<T, LargeView, IntView, BoxView, PlanView>{
                              active, chunks, chunk_boxes, plans, T(options.empty_space_ratio), max_depth});
-    detail::reserve(axis_counts, std::size_t(chunk_count));
+    backend::reserve(axis_counts, std::size_t(chunk_count));
     Kokkos::parallel_for(
         "kdforge::sah::count_axes",
         Team(exec, chunk_count, team_size).set_scratch_size(0, Kokkos::PerTeam(6 * sizeof(std::int32_t) * team_size)),
@@ -1269,8 +1259,8 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
                          ChooseLargeAxis<T, LargeView, IntView, PlanView, decltype(axis_counts)>{
                              active, chunks, plans, axis_counts, costs});
     // each reference: left, right, both (clipped) or none
-    for (auto* v : {&lscan, &rscan}) detail::reserve(*v, std::size_t(refs) + 1);
-    for (auto* v : {&lboxes, &rboxes}) detail::reserve(*v, std::size_t(refs));
+    for (auto* v : {&lscan, &rscan}) backend::reserve(*v, std::size_t(refs) + 1);
+    for (auto* v : {&lboxes, &rboxes}) backend::reserve(*v, std::size_t(refs));
     Kokkos::parallel_for("kdforge::sah::classify", Policy(exec, 0, refs),
                          ClassifyRefs<T, LargeView, PlanView, BoxView, IntView, decltype(corners), IntView>{
                              active, a, plans, boxes, tris, corners, lscan, rscan, lboxes, rboxes});
@@ -1278,7 +1268,7 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     detail::scan_async(exec, rscan, refs, scan_space);
     // per node: what it adds to each list
     for (auto* v : {&new_nodes, &pool, &next_large, &next_small, &next_refs, &staged})
-      detail::reserve(*v, std::size_t(a) + 1);
+      backend::reserve(*v, std::size_t(a) + 1);
     Kokkos::parallel_for("kdforge::sah::count_large", Policy(exec, 0, a),
                          CountLarge<T, LargeView, PlanView, IntView, IntView>{
                              active, plans, lscan, rscan, new_nodes, pool, next_large, next_small, next_refs, staged,
@@ -1299,11 +1289,11 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
                  std::size_t(root_count) * small_capacity, true);
     detail::grow(exec, small_boxes, std::size_t(root_count + added_small) * small_capacity,
                  std::size_t(root_count) * small_capacity);
-    detail::reserve(next, std::size_t(added_large));
-    detail::reserve(next_tris, std::size_t(added_refs));
-    detail::reserve(next_boxes, std::size_t(added_refs));
-    detail::reserve(staged_tris, std::size_t(added_staged));
-    detail::reserve(staged_boxes, std::size_t(added_staged));
+    backend::reserve(next, std::size_t(added_large));
+    backend::reserve(next_tris, std::size_t(added_refs));
+    backend::reserve(next_boxes, std::size_t(added_refs));
+    backend::reserve(staged_tris, std::size_t(added_staged));
+    backend::reserve(staged_boxes, std::size_t(added_staged));
     Kokkos::parallel_for("kdforge::sah::emit_large", Policy(exec, 0, a),
                          EmitLarge<T, LargeView, PlanView, IntView, IntView, BuiltView, RootView>{
                              active, plans, lscan, rscan, new_nodes, pool, next_large, next_small, next_refs, staged,
@@ -1340,11 +1330,11 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     Kokkos::parallel_for("kdforge::sah::start_small", Policy(exec, 0, root_count),
                          StartSmallNodes<T, RootView, SmallView>{roots, small});
     std::int32_t small_count = root_count;
-    for (auto* v : {&choice, &children}) detail::reserve(*v, 4 * std::size_t(root_count) + 1);
-    detail::reserve(next_small_nodes, 4 * std::size_t(root_count));
+    for (auto* v : {&choice, &children}) backend::reserve(*v, 4 * std::size_t(root_count) + 1);
+    backend::reserve(next_small_nodes, 4 * std::size_t(root_count));
     while (small_count > 0) {
-      detail::reserve(choice, std::size_t(small_count));
-      detail::reserve(children, std::size_t(small_count) + 1);
+      backend::reserve(choice, std::size_t(small_count));
+      backend::reserve(children, std::size_t(small_count) + 1);
       Kokkos::parallel_for("kdforge::sah::choose_small",
                            Team(exec, small_count, small_team)
                                .set_scratch_size(0, Kokkos::PerTeam((sizeof(double) + sizeof(std::int32_t)) * small_team + 16)),
@@ -1357,7 +1347,7 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
       KDFORGE_REQUIRE(added >= 0 && std::int64_t(built_count) + added < std::numeric_limits<std::int32_t>::max(),
                       "build_sah_tree", "the tree would hold more than 2^31 - 1 nodes");
       detail::grow(exec, built, std::size_t(built_count + added), std::size_t(built_count));
-      detail::reserve(next_small_nodes, std::size_t(added));
+      backend::reserve(next_small_nodes, std::size_t(added));
       Kokkos::parallel_for("kdforge::sah::split_small", Policy(exec, 0, small_count),
                            SplitSmall<T, SmallView, CandView, IntView, IntView, BuiltView>{
                                small, candidates, choice, children, built, next_small_nodes, built_count});

@@ -477,7 +477,7 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   using Dec = Kokkos::View<Decision<T, Index>*, MS>;
   using Flags = Kokkos::View<Index*, MS>;
   // A level's scratch is kept across levels and grows only when a level
-  // needs more (bfs::at_least): allocating CUDA memory waits for the
+  // needs more (backend::reserve): allocating CUDA memory waits for the
   // device, and ten allocations a level took more time than its kernels.
   Split split;
   Dec dec;
@@ -486,26 +486,26 @@ VvhTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   // sized for the widest levels of photon sets (about n / 32 splitting
   // nodes), so that few levels grow them
   std::int64_t const level_guess = n / 8 > 1024 ? n / 8 : 1024;
-  bfs::at_least(split, level_guess, "kdforge::vvh_tree::splitting");
-  bfs::at_least(dec, 2 * level_guess, "kdforge::vvh_tree::decisions");
-  bfs::at_least(lflags, 2 * level_guess, "kdforge::vvh_tree::level_flags");
-  bfs::at_least(lscan, 2 * level_guess, "kdforge::vvh_tree::level_scan");
+  backend::reserve(split, level_guess, "kdforge::vvh_tree::splitting");
+  backend::reserve(dec, 2 * level_guess, "kdforge::vvh_tree::decisions");
+  backend::reserve(lflags, 2 * level_guess, "kdforge::vvh_tree::level_flags");
+  backend::reserve(lscan, 2 * level_guess, "kdforge::vvh_tree::level_scan");
   auto split_index = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::vvh_tree::split_index"), capacity);
   // Each level ends by deciding its nodes (boxes, then split or leaf) and
   // listing the splitting ones; the count of that list is the level's one
   // wait for the device, and sizes the next level's launches.
   int const team = decide_team > 0 ? decide_team : decide_team_size<Exec>();
   auto decide = [&](std::int64_t first, std::int64_t count, int at_level) {
-    bfs::at_least(dec, count, "kdforge::vvh_tree::decisions");
-    bfs::at_least(lflags, count, "kdforge::vvh_tree::level_flags");
-    bfs::at_least(lscan, count, "kdforge::vvh_tree::level_scan");
+    backend::reserve(dec, count, "kdforge::vvh_tree::decisions");
+    backend::reserve(lflags, count, "kdforge::vvh_tree::level_flags");
+    backend::reserve(lscan, count, "kdforge::vvh_tree::level_scan");
     Kokkos::parallel_for("kdforge::build_vvh_tree::decide", Kokkos::TeamPolicy<Exec>(exec, count, team),
                          Decide<decltype(pts), decltype(order), Boxes, Boxes, decltype(nodes), Dec, Flags>{
                              pts, order, boxes, cells, nodes, dec, lflags, n, first, at_level, p});
     std::int64_t const splitting = std::int64_t(backend::exclusive_scan(
         exec, Kokkos::subview(lflags, std::make_pair(std::int64_t(0), count)),
         Kokkos::subview(lscan, std::make_pair(std::int64_t(0), count)), scan_space));
-    bfs::at_least(split, splitting, "kdforge::vvh_tree::splitting");
+    backend::reserve(split, splitting, "kdforge::vvh_tree::splitting");
     Kokkos::parallel_for("kdforge::build_vvh_tree::compact_splits", Kokkos::RangePolicy<Exec>(exec, 0, count),
                          CompactSplits<decltype(nodes), Dec, Flags, Split>{nodes, dec, lflags, lscan, split, split_index, first});
     return splitting;
