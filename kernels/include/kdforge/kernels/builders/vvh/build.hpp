@@ -77,7 +77,6 @@ struct Params {
 template <class T, class Index>
 struct Decision {
   Index left_count;
-  std::int32_t splits;
 };
 
 /// V(c + R): the volume of cell c grown by R on every side, in double,
@@ -279,7 +278,7 @@ struct Decide {
         boxes(v, d) = lo[d];
         boxes(v, 3 + d) = hi[d];
       }
-      dec(a) = Decision<T, Index>{left, dim >= 0 ? 1 : 0};
+      dec(a) = Decision<T, Index>{left};
       flags(a) = dim >= 0 ? 1 : 0;
       if (dim >= 0) {
         auto node = rec;
