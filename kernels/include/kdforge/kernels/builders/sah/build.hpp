@@ -1164,7 +1164,13 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   auto totals = backend::allocate<Kokkos::View<std::int32_t*, MS>>("kdforge::sah::totals", 6);
   auto const totals_h = Kokkos::create_mirror_view(Kokkos::HostSpace(), totals);
   using Totals = decltype(totals);
-  if (scan_team <= 0) scan_team = detail::scan_team_size<Exec>();
+  if (scan_team <= 0) {
+    // the most threads a block may have is lower in builds with device
+    // debugging (-G); ScanCounts folds any team size to the same sums
+    int const most = Team(exec, 1, 1).team_size_max(detail::ScanCounts<IntView, Totals, Member>{},
+                                                    Kokkos::ParallelForTag{});
+    scan_team = std::min(detail::scan_team_size<Exec>(), most);
+  }
   // per-node lists of a level scanned in place by one team, totals(k) = list k's total
   auto const scan_counts = [&](Totals const& to, std::int64_t n, auto const&... lists) {
     Kokkos::parallel_for("kdforge::sah::scan_counts", Team(exec, 1, scan_team),
