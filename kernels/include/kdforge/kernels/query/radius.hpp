@@ -21,6 +21,7 @@
 #include <kdforge/kernels/query/launch.hpp>
 #include <kdforge/kernels/query/order.hpp>
 #include <kdforge/kernels/query/rows.hpp>
+#include <kdforge/kernels/trees/node_boxes.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -67,11 +68,8 @@ template <class Exec, class Tree>
 Tree radius_walk_tree(Tree const& tree, bool nearest_only) {
   if constexpr (kernels::has_node_boxes<Tree>) {
     if (nearest_only || tree.node_boxes().empty()) return tree;
-    if constexpr (runs_on_gpu<Exec>()) {
-      auto const bounds = tree.bounds();
-      for (int d = 0; d < Tree::dimension; ++d)
-        if (!(bounds.hi[d] > bounds.lo[d])) return tree;
-    }
+    if constexpr (runs_on_gpu<Exec>())
+      if (kernels::flat_bounds(tree)) return tree;
     Tree t = tree;
     t.set_node_boxes({}, tree.box_fill());
     return t;

@@ -457,21 +457,28 @@ constexpr double automatic_box_fill() {
   return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible ? 0.8 : 0.95;
 }
 
+/// True where the points' box has no width in some dimension (points on
+/// an axis-aligned plane or line): the cells have no width there either,
+/// and only node boxes prune by the distance across it (the GPU walks of
+/// trees without boxes test the split planes alone).
+template <class Tree>
+bool flat_bounds(Tree const& tree) {
+  auto const bounds = tree.bounds();
+  for (int d = 0; d < Tree::dimension; ++d)
+    if (!(bounds.hi[d] > bounds.lo[d])) return true;
+  return false;
+}
+
 /// Computes the node boxes of `tree` and keeps them as `policy` says.
 template <class Exec, class Tree>
 void attach_node_boxes(Exec const& exec, Tree& tree, NodeBoxPolicy policy) {
   if (policy == NodeBoxPolicy::never) return;
   kdforge::detail::Region region("kdforge::build::node_boxes");
   double const fill = box_fill(exec, tree);
-  // a box of zero width in some dimension (points on an axis-aligned plane
-  // or line): the cells have no width there either, so the fill cannot see
-  // it, but only boxes prune by the distance across it (the GPU walks of
-  // trees without boxes test the split planes alone)
-  bool degenerate = false;
-  auto const bounds = tree.bounds();
-  for (int d = 0; d < Tree::dimension; ++d) degenerate = degenerate || !(bounds.hi[d] > bounds.lo[d]);
-  bool const keep =
-      policy == NodeBoxPolicy::always || fill < automatic_box_fill<Exec>() || (degenerate && tree.node_count() > 1);
+  // flat bounds: the fill cannot see the zero width, but only boxes prune
+  // by the distance across it
+  bool const keep = policy == NodeBoxPolicy::always || fill < automatic_box_fill<Exec>() ||
+                    (flat_bounds(tree) && tree.node_count() > 1);
   tree.set_node_boxes(keep ? build_node_boxes(exec, tree) : decltype(build_node_boxes(exec, tree)){}, fill);
 }
 
