@@ -18,6 +18,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -657,5 +658,112 @@ TEST_CASE("distributed routes: queries with more destinations than the count pas
     }
     for (std::int64_t s = 0; s < r.pairs; ++s) order = order && position(sorted(s)) == s;
     CHECK(order);
+  }
+}
+
+// The grid of the ranks' boxes (top.hpp) is a shortcut: each rule must name
+// the same ranks in the same order with it as by the scan of every rank.
+// Host Views and one process: no communication is involved.
+TEST_CASE("distributed routes: the grid of ranks' boxes names the same ranks as the scan of all ranks") {
+  namespace dt = kdforge::distributed;
+  using HS = Kokkos::HostSpace;
+  using Box3 = kdforge::Box<float, 3>;
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  auto set = [](Box3& b, std::array<float, 3> lo, std::array<float, 3> hi) {
+    for (int d = 0; d < 3; ++d) {
+      b.lo[d] = lo[std::size_t(d)];
+      b.hi[d] = hi[std::size_t(d)];
+    }
+  };
+  for (int layout = 0; layout < 3; ++layout) {
+    CAPTURE(layout);
+    // 0: a 4 x 3 x 2 grid of slabs (faces shared); 1: the same, grown to
+    // overlap, one rank empty, one a point, one far off; 2: a flat
+    // decomposition (every box at z = 0.5: no width in z)
+    std::vector<Box3> boxes;
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 3; ++j)
+        for (int k = 0; k < 2; ++k) {
+          Box3 b;
+          set(b, {i / 4.0f, j / 3.0f, k / 2.0f}, {(i + 1) / 4.0f, (j + 1) / 3.0f, (k + 1) / 2.0f});
+          if (layout == 1)
+            for (int d = 0; d < 3; ++d) {
+              b.lo[d] -= 0.03f * u(rng);
+              b.hi[d] += 0.03f * u(rng);
+            }
+          if (layout == 2) b.lo[2] = b.hi[2] = 0.5f;
+          boxes.push_back(b);
+        }
+    std::vector<std::int64_t> sizes(boxes.size(), 100);
+    if (layout == 1) {
+      sizes[5] = 0;
+      set(boxes[7], {0.3f, 0.3f, 0.3f}, {0.3f, 0.3f, 0.3f});
+      set(boxes[11], {3.0f, 3.0f, 3.0f}, {3.5f, 3.0f, 3.2f});
+    }
+    int const P = int(boxes.size());
+    auto grid = dt::make_rank_grid<HS>(boxes, sizes);
+    REQUIRE(grid.cells > 1);
+    dt::Top<HS, float, 3> with;
+    with.rank_boxes = Kokkos::View<dt::TopBox<float, 3>*, HS>("rank_boxes", std::size_t(P));
+    for (int p = 0; p < P; ++p) with.rank_boxes(p) = dt::top_box(boxes[std::size_t(p)]);
+    with.sub_boxes = with.rank_boxes;
+    with.tree_sizes = Kokkos::View<std::int64_t*, HS>("sizes", std::size_t(P));
+    for (int p = 0; p < P; ++p) with.tree_sizes(p) = sizes[std::size_t(p)];
+    with.per_rank = 1;
+    with.P = P;
+    with.grid = grid;
+    auto without = with;
+    without.grid = dt::RankGrid<HS, 3>{};
+    // queries: uniform, on the slabs' faces and corners, on a cell's sides,
+    // outside the boxes, and NaN
+    std::vector<P3> qs;
+    for (int i = 0; i < 3000; ++i) qs.push_back(P3{{1.2f * u(rng) - 0.1f, 1.2f * u(rng) - 0.1f, 1.2f * u(rng) - 0.1f}});
+    for (int i = 0; i <= 4; ++i)
+      for (int j = 0; j <= 3; ++j)
+        for (int k = 0; k <= 2; ++k) qs.push_back(P3{{i / 4.0f, j / 3.0f, k / 2.0f}});
+    for (int i = 0; i < 200; ++i) {
+      P3 q{{u(rng), u(rng), u(rng)}};
+      int const d = i % 3;
+      q[d] = float(grid.lo[d] + double(1 + i % std::max(1, grid.n[d] - 1)) * grid.width[d]);
+      if (layout == 2) q[2] = 0.5f;
+      qs.push_back(q);
+    }
+    qs.push_back(P3{{std::nanf(""), 0.5f, 0.5f}});
+    qs.push_back(P3{{3.2f, 3.0f, 3.1f}});
+    Kokkos::View<P3*, HS> q("q", qs.size());
+    for (std::size_t i = 0; i < qs.size(); ++i) q(i) = qs[i];
+    struct Collect {
+      std::vector<int>* out;
+      void operator()(int p) { out->push_back(p); }
+    };
+    auto names = [&](auto const& rule, std::int64_t i) {
+      std::vector<int> out;
+      Collect c{&out};
+      rule(i, c);
+      return out;
+    };
+    std::int64_t differ = 0, from_grid = 0;
+    for (int me : {0, 7, P - 1}) {
+      with.me = without.me = me;
+      for (std::int64_t i = 0; i < std::int64_t(qs.size()); ++i) {
+        for (float r : {0.0f, 1e-4f, 0.01f, 0.1f, 0.6f}) {
+          differ += names(dt::RadiusRule<HS, float, 3>{with, q, r * r}, i) !=
+                    names(dt::RadiusRule<HS, float, 3>{without, q, r * r}, i);
+          double gap;
+          std::int64_t const c = grid.cell(q(i), gap);
+          from_grid += c >= 0 && decltype(grid)::settles(gap, double(r * r));
+        }
+        for (std::int64_t k : {1, 100, 101, 250}) {
+          float const inf = std::numeric_limits<float>::infinity();
+          differ += names(dt::NearestRule<HS, float, 3>{with, q, k, inf}, i) !=
+                    names(dt::NearestRule<HS, float, 3>{without, q, k, inf}, i);
+          differ += names(dt::NearestRule<HS, float, 3>{with, q, k, 0.01f}, i) !=
+                    names(dt::NearestRule<HS, float, 3>{without, q, k, 0.01f}, i);
+        }
+      }
+    }
+    CHECK(differ == 0);
+    CHECK(from_grid > 500); // the grid answered, not only the scan
   }
 }

@@ -320,9 +320,31 @@ struct Top {
   Kokkos::View<TopBox<T, D>*, MS> rank_boxes, sub_boxes;
   Kokkos::View<std::int64_t*, MS> tree_sizes;
   int per_rank, P, me;
+  RankGrid<MS, D> grid;
   KOKKOS_INLINE_FUNCTION T distance(Point<T, D> const& q, int p, T limit) const {
     return rank_distance(rank_boxes, sub_boxes, per_rank, p, q, limit);
   }
+  /// Every rank with points within squared distance `limit` of q (as the
+  /// top sees them) and for which skip(p) is false, in rank order: from
+  /// q's grid cell where that settles it, else by a scan of all ranks.
+  template <class Skip, class Emit>
+  KOKKOS_INLINE_FUNCTION void within(Point<T, D> const& q, T limit, Skip const& skip, Emit& emit) const {
+    double gap;
+    std::int64_t const c = grid.cell(q, gap);
+    if (c >= 0 && RankGrid<MS, D>::settles(gap, double(limit))) {
+      for (std::int64_t a = grid.offsets(c); a < grid.offsets(c + 1); ++a) {
+        int const p = grid.ranks(a);
+        if (!skip(p) && distance(q, p, limit) <= limit) emit(p);
+      }
+      return;
+    }
+    for (int p = 0; p < P; ++p)
+      if (tree_sizes(p) > 0 && !skip(p) && distance(q, p, limit) <= limit) emit(p);
+  }
+};
+
+struct SkipNone {
+  KOKKOS_INLINE_FUNCTION bool operator()(int) const { return false; }
 };
 
 /// Every rank whose boxes lie within the radius.
@@ -333,9 +355,7 @@ struct RadiusRule {
   T sq_r;
   template <class Emit>
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, Emit& emit) const {
-    Point<T, D> const q = queries(i);
-    for (int p = 0; p < top.P; ++p)
-      if (top.tree_sizes(p) > 0 && top.distance(q, p, sq_r) <= sq_r) emit(p);
+    top.within(queries(i), sq_r, SkipNone{}, emit);
   }
 };
 
@@ -354,6 +374,28 @@ struct NearestRule {
     std::int64_t have = 0;
     T prev_d = T(-1);
     int prev_rot = -1;
+    // the first pick from q's grid cell where a rank there holds q (at
+    // distance 0): every rank that does meets the cell, and the scan
+    // below would pick the first of them in rotation order too
+    double gap;
+    std::int64_t const c = top.grid.cell(q, gap);
+    if (c >= 0) {
+      int best = -1, best_rot = top.P;
+      for (std::int64_t a = top.grid.offsets(c); a < top.grid.offsets(c + 1); ++a) {
+        int const p = top.grid.ranks(a);
+        int const rot = p >= top.me ? p - top.me : p + top.P - top.me;
+        if (rot < best_rot && top.distance(q, p, T(0)) == T(0)) {
+          best = p;
+          best_rot = rot;
+        }
+      }
+      if (best >= 0) {
+        emit(best);
+        have += top.tree_sizes(best);
+        prev_d = T(0);
+        prev_rot = best_rot;
+      }
+    }
     while (have < k) {
       int best = -1, best_rot = top.P;
       T best_d = detail::infinity<T>();
@@ -398,16 +440,19 @@ struct BoundRule {
   }
   template <class Emit>
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, Emit& emit) const {
-    Point<T, D> const q = queries(i);
     T const b = bound(i);
     T const limit = b < sq_cutoff ? b : sq_cutoff;
-    for (int p = 0; p < top.P; ++p) {
-      if (top.tree_sizes(p) == 0) continue;
-      bool asked = false;
-      for (std::int64_t a = prev_offsets(i); a < prev_offsets(i + 1); ++a) asked = asked || prev_dest(a) == p;
-      if (!asked && top.distance(q, p, limit) <= limit) emit(p);
-    }
+    top.within(queries(i), limit, Asked{prev_offsets(i), prev_offsets(i + 1), prev_dest}, emit);
   }
+  struct Asked { // by phase 1
+    std::int64_t begin, end;
+    Kokkos::View<std::int32_t*, MS> dest;
+    KOKKOS_INLINE_FUNCTION bool operator()(int p) const {
+      bool asked = false;
+      for (std::int64_t a = begin; a < end; ++a) asked = asked || dest(a) == p;
+      return asked;
+    }
+  };
 };
 
 template <class T, int D>
@@ -659,7 +704,7 @@ struct Call {
     return t;
   }
   Top<MS, T, D> top() const {
-    return {s.rank_boxes, s.sub_boxes, s.tree_sizes, s.boxes_per_rank, s.comm.size(), s.comm.rank()};
+    return {s.rank_boxes, s.sub_boxes, s.tree_sizes, s.boxes_per_rank, s.comm.size(), s.comm.rank(), s.grid};
   }
   LocalIds<MS, Index> local_ids() const { return {s.perm, s.ids}; }
 

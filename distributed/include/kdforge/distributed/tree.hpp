@@ -65,6 +65,7 @@ struct State {
   int boxes_per_rank = 1;
   Kokkos::View<TopBox<T, D>*, MemorySpace> rank_boxes; // P
   Kokkos::View<TopBox<T, D>*, MemorySpace> sub_boxes;  // P x boxes_per_rank
+  RankGrid<MemorySpace, D> grid;                        // the ranks' boxes on a grid (top.hpp)
   Kokkos::View<std::int64_t*, MemorySpace> tree_sizes; // P: points in each rank's tree
   Kokkos::View<std::int64_t*, MemorySpace> offsets;    // P + 1: global index of each rank's first input point
   std::vector<std::int64_t> h_tree_sizes, h_input_sizes, h_offsets;
@@ -298,6 +299,7 @@ auto build_distributed(Exec const& exec, MPI_Comm comm, Points const& points, Id
     state->rank_boxes = to_device(h_rank_top, "kdforge::distributed::rank_boxes");
     state->sub_boxes = to_device(h_sub_top, "kdforge::distributed::sub_boxes");
     state->tree_sizes = to_device(state->h_tree_sizes, "kdforge::distributed::tree_sizes");
+    state->grid = make_rank_grid<MS>(state->h_rank_boxes, state->h_tree_sizes);
     state->offsets = to_device(state->h_offsets, "kdforge::distributed::offsets");
     exec.fence();
     state->build_top_s = timer.seconds();
