@@ -81,9 +81,9 @@ struct BoxUnion {
 };
 
 /// The ranks' boxes on a uniform grid (see the top): cell c lists the ranks
-/// with points whose box, grown by `margin`, meets it, in rank order
-/// (ranks(offsets(c)) .. ranks(offsets(c + 1) - 1)). Empty (cells == 0)
-/// where the top has no grid.
+/// with points whose box, grown by a thousandth of a cell, meets it, in
+/// rank order (ranks(offsets(c)) .. ranks(offsets(c + 1) - 1)). Empty
+/// (cells == 0) where the top has no grid.
 template <class MS, int D>
 struct RankGrid {
   double lo[D], hi[D], width[D];
