@@ -86,8 +86,8 @@ struct BoxUnion {
 /// (cells == 0) where the top has no grid.
 template <class MS, int D>
 struct RankGrid {
-  double lo[D], hi[D], width[D];
-  std::int32_t n[D];
+  double lo[D] = {}, hi[D] = {}, width[D] = {};
+  std::int32_t n[D] = {};
   std::int64_t cells = 0;
   Kokkos::View<std::int64_t*, MS> offsets;
   Kokkos::View<std::int32_t*, MS> ranks;
@@ -131,11 +131,6 @@ template <class MS, class T, int D>
 RankGrid<MS, D> make_rank_grid(std::vector<Box<T, D>> const& boxes, std::vector<std::int64_t> const& sizes) {
   RankGrid<MS, D> g;
   int const P = int(boxes.size());
-  for (int d = 0; d < D; ++d) {
-    g.lo[d] = g.hi[d] = 0.0;
-    g.width[d] = 1.0;
-    g.n[d] = 1;
-  }
   if (P < 4) return g;
   bool any = false;
   for (int p = 0; p < P; ++p) {
