@@ -193,12 +193,21 @@ void check_queries(std::size_t n, int dim, Data data, std::int64_t bucket, std::
   auto const tree = build_bucket_tree<Index>(exec, to_view<Exec, L>(pts, n, dim), bo);
   check_bucket_tree(tree, pts, n, dim, bucket);
   auto const q = to_view<Exec, L>(qs, m, dim);
+  // the walks: a thread per query (stack) and a team per query (team),
+  // and what automatic picks on this backend
+  std::pair<KnnStrategy, Traversal> const ways[] = {{KnnStrategy::automatic, Traversal::automatic},
+                                                    {KnnStrategy::tree, Traversal::automatic},
+                                                    {KnnStrategy::tree, Traversal::stack},
+                                                    {KnnStrategy::tree, Traversal::team},
+                                                    {KnnStrategy::brute_force, Traversal::automatic}};
   for (int k : {1, 4, 9, 40})
-  for (KnnStrategy strategy : {KnnStrategy::automatic, KnnStrategy::tree, KnnStrategy::brute_force}) {
+  for (auto const& [strategy, traversal] : ways) {
     CAPTURE(k);
     CAPTURE(int(strategy));
+    CAPTURE(int(traversal));
     QueryOptions so;
     so.strategy = strategy;
+    so.traversal = traversal;
     auto const r = knn(exec, tree, q, k, so);
     auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
     auto const hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.sq_distances);
@@ -217,10 +226,14 @@ void check_queries(std::size_t n, int dim, Data data, std::int64_t bucket, std::
   }
   // closest point within a cutoff, and without
   for (double cutoff : {std::numeric_limits<double>::infinity(), 0.3})
-  for (KnnStrategy strategy : {KnnStrategy::tree, KnnStrategy::brute_force}) {
+  for (auto const& [strategy, traversal] : ways) {
+    CAPTURE(cutoff);
+    CAPTURE(int(strategy));
+    CAPTURE(int(traversal));
     QueryOptions qo;
     qo.cutoff_radius = cutoff;
     qo.strategy = strategy;
+    qo.traversal = traversal;
     auto const c = closest_point(exec, tree, q, qo);
     auto const ci = to_host(c.indices);
     auto const cd = to_host(c.sq_distances);
@@ -264,12 +277,86 @@ void check_queries(std::size_t n, int dim, Data data, std::int64_t bucket, std::
 
 } // namespace
 
+TEST_CASE("the team walk's margin bounds any order of summation by the dimension-order sum") {
+  // Sums of the same squares in another order (the lanes' of a team walk)
+  // differ from the dimension-order sum in the last bits, either way; the
+  // margin's lower bound of such a sum must never exceed the dimension-order
+  // sum, or the walk would skip a point that belongs in the answer.
+  std::mt19937_64 rng(77);
+  int above_unshrunk = 0;
+  for (int dim : {2, 7, 64, 512, 1000}) {
+    kernels::TeamBoundMargin<float> const margin(dim);
+    std::vector<float> t(std::size_t(dim), 0.0f);
+    std::vector<int> order(static_cast<std::size_t>(dim));
+    for (int trial = 0; trial < 300; ++trial) {
+      // wide magnitudes, and some subnormal terms
+      std::uniform_real_distribution<float> mag(trial % 3 == 0 ? -70.0f : -8.0f, 3.0f);
+      for (int d = 0; d < dim; ++d) t[std::size_t(d)] = std::exp2(mag(rng)) * (rng() % 2 ? 1.0f : -1.0f);
+      float seq = 0.0f;
+      for (int d = 0; d < dim; ++d) seq = d == 0 ? t[0] * t[0] : seq + t[std::size_t(d)] * t[std::size_t(d)];
+      for (int d = 0; d < dim; ++d) order[std::size_t(d)] = d;
+      for (int shuffle = 0; shuffle < 8; ++shuffle) {
+        std::shuffle(order.begin(), order.end(), rng);
+        // strided partial sums, then a tree: a warp's order, and a shuffled one
+        float lanes[32] = {};
+        for (int d = 0; d < dim; ++d) {
+          float const x = t[std::size_t(order[std::size_t(d)])];
+          lanes[d % 32] += x * x;
+        }
+        for (int w = 16; w >= 1; w /= 2)
+          for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+        float const other = lanes[0];
+        CHECK(margin.lower(other) <= seq);
+        above_unshrunk += other > seq ? 1 : 0;
+      }
+    }
+  }
+  // the margin is needed: without it, other orders exceed the dimension-order sum
+  CHECK(above_unshrunk > 0);
+}
+
 TEST_CASE_TEMPLATE("bucket trees answer every query like brute force, D from 1 to 1000", Exec, KDFORGE_TEST_SPACES) {
   for (int dim : {1, 2, 3, 7, 16, 64, 128, 512, 1000}) {
     std::size_t const n = dim <= 16 ? 1500 : dim <= 128 ? 600 : 200;
     for (Data data : {Data::uniform, Data::clustered, Data::duplicates, Data::manifold}) {
       check_queries<Exec, float, std::int32_t, Kokkos::LayoutRight>(n, dim, data, 8, 100 + dim);
     }
+  }
+}
+
+TEST_CASE_TEMPLATE("the automatic strategy measures how much of the tree a walk looks at", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  int const dim = 64;
+  std::size_t const n = 20000;
+  // points on a line (one intrinsic dimension) and uniform in the cube
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(0.0f, 1.0f);
+  std::vector<float> line(n * std::size_t(dim)), cube(n * std::size_t(dim));
+  for (std::size_t i = 0; i < n; ++i) {
+    float const t = u(rng);
+    for (int d = 0; d < dim; ++d) {
+      line[i * std::size_t(dim) + std::size_t(d)] = t * float(d + 1) + 1e-4f * u(rng);
+      cube[i * std::size_t(dim) + std::size_t(d)] = u(rng);
+    }
+  }
+  auto const lp = to_view<Exec, Kokkos::LayoutRight>(line, n, dim);
+  auto const cp = to_view<Exec, Kokkos::LayoutRight>(cube, n, dim);
+  auto const lt = build_bucket_tree(exec, lp);
+  auto const ct = build_bucket_tree(exec, cp);
+  double const line_share = detail::sampled_visit_share(exec, lt, lp, 4);
+  double const cube_share = detail::sampled_visit_share(exec, ct, cp, 4);
+  CAPTURE(line_share);
+  CAPTURE(cube_share);
+  CHECK(line_share > 0.0);
+  CHECK(line_share < 0.005);
+  CHECK(cube_share > 0.5);
+  CHECK(cube_share <= 1.0);
+  // a cap ends the count early: the share measured is at most about the cap
+  double const capped = detail::sampled_visit_share(exec, ct, cp, 4, 0.02);
+  CHECK(capped < 0.03);
+  if constexpr (detail::runs_on_gpu<Exec>()) {
+    CHECK_FALSE(detail::choose_brute_force(exec, lt, lp, 4));
+    CHECK(detail::choose_brute_force(exec, ct, cp, 4));
   }
 }
 
@@ -552,8 +639,12 @@ TEST_CASE_TEMPLATE("bucket trees and brute force: self-queries leave each point 
   ao.queue_capacity = 10000;
   BruteForceOptions bo;
   bo.exclude_self = true;
-  for (KnnStrategy strategy : {KnnStrategy::tree, KnnStrategy::brute_force}) {
+  for (auto const& [strategy, traversal] : {std::pair{KnnStrategy::tree, Traversal::stack},
+                                            std::pair{KnnStrategy::tree, Traversal::team},
+                                            std::pair{KnnStrategy::brute_force, Traversal::automatic}}) {
+    CAPTURE(int(traversal));
     qo.strategy = strategy;
+    qo.traversal = traversal;
     auto const r = knn(exec, tree, p, k, qo);
     auto const c = closest_point(exec, tree, p, qo);
     auto const a = knn_approximate(exec, tree, p, k, ao);
@@ -733,4 +824,17 @@ TEST_CASE_TEMPLATE("options only bucket trees have are refused on other trees", 
   ApproximateOptions ao;
   ao.exclude_self = true;
   CHECK_THROWS_WITH_AS(knn_approximate(exec, tree, pts, 3, ao), doctest::Contains("bucket trees"), Error);
+  // the team walk is the bucket trees'; their walks are stack and team
+  qo = QueryOptions{};
+  qo.traversal = Traversal::team;
+  CHECK_THROWS_WITH_AS(knn(exec, tree, pts, 3, qo), doctest::Contains("Traversal::team"), Error);
+  CHECK_THROWS_WITH_AS(closest_point(exec, tree, pts, qo), doctest::Contains("Traversal::team"), Error);
+  auto const rows = make_rows<float>(100, 4, Data::uniform, 5);
+  auto const rv = to_view<Exec, Kokkos::LayoutRight>(rows, 100, 4);
+  auto const bucket = build_bucket_tree(exec, rv);
+  for (Traversal t : {Traversal::stack_free, Traversal::trail}) {
+    qo.traversal = t;
+    CHECK_THROWS_WITH_AS(knn(exec, bucket, rv, 3, qo), doctest::Contains("stack or team"), Error);
+    CHECK_THROWS_WITH_AS(closest_point(exec, bucket, rv, qo), doctest::Contains("stack or team"), Error);
+  }
 }

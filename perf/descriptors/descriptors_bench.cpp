@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
   std::int64_t bucket = 8;
   std::vector<std::int64_t> leaves{1, 4, 16, 64, 256};
   std::vector<int> checks{32, 128, 512, 2048};
-  bool flann = false, faiss = false;
+  bool flann = false, faiss = false, stack_walk = false;
   app.add_option("--table", table, "1: D = 3 (Table I), 2: D = 512 (Table II)")->check(CLI::Range(1, 2));
   app.add_option("--dim", dim, "dimension instead of the table's");
   app.add_option("--dist", dist, "uniform | manifold | descriptors");
@@ -166,6 +166,9 @@ int main(int argc, char** argv) {
   app.add_option("--checks", checks, "FLANN forest: checks values")->delimiter(',');
   app.add_flag("--flann", flann, "FLANN beside kdforge (single tree exact, 4-tree forest)");
   app.add_flag("--faiss", faiss, "faiss IndexFlatL2 beside kdforge");
+  app.add_flag("--stack-walk", stack_walk,
+               "also time the walk with a thread per query (Traversal::stack) where the tree walk's automatic "
+               "choice is a team per query");
   CLI11_PARSE(app, argc, argv);
   if (dim == 0) dim = table == 1 ? 3 : 512;
   if (flann && !descriptors::have_flann()) return std::fprintf(stderr, "built without FLANN (Debian: libflann-dev)\n"), 2;
@@ -193,6 +196,17 @@ int main(int argc, char** argv) {
     HostKnn const rw = to_host(r);
     double const t_brute = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, brute); });
     HostKnn const rb = to_host(r);
+    bool const team = kdforge::detail::bucket_traversal<Exec>(walk.traversal, dim, k, "knn") ==
+                      kdforge::Traversal::team;
+    double t_stack = -1;
+    bool stack_same = true;
+    if (stack_walk && team) {
+      kdforge::QueryOptions s = walk;
+      s.traversal = kdforge::Traversal::stack;
+      t_stack = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, s); });
+      HostKnn const rs = to_host(r);
+      stack_same = rs.idx == rb.idx && rs.d2 == rb.d2;
+    }
     // brute force by each method (BruteForceMethod), where the build has a GEMM
     double t_tiles = -1, t_gemm = -1;
     bool methods_same = true;
@@ -210,15 +224,16 @@ int main(int argc, char** argv) {
     HostKnn const ra = to_host(r);
     double const share = kdforge::detail::sampled_visit_share(exec, tree, p, k);
     bool const picks_brute = kdforge::detail::choose_brute_force(exec, tree, p, k);
-    bool const same = rw.idx == rb.idx && rw.d2 == rb.d2 && ra.idx == rb.idx && methods_same;
+    bool const same = rw.idx == rb.idx && rw.d2 == rb.d2 && ra.idx == rb.idx && methods_same && stack_same;
     failed = failed || !same;
     std::printf("\nN = %lld: build %.3f ms (peak %.1f MiB, %lld nodes, height %d)\n", (long long)n, build,
                 double(tree.build_peak_bytes()) / (1 << 20), (long long)tree.node_count(), tree.height());
-    std::printf("  exact kNN: tree walk %.3f ms (looks at %.1f%% of the points), brute force %.3f ms, automatic %.3f ms "
-                "(%s); answers %s\n",
-                t_walk, 100.0 * share, t_brute, t_auto,
+    std::printf("  exact kNN: tree walk (%s) %.3f ms (looks at %.1f%% of the points), brute force %.3f ms, automatic "
+                "%.3f ms (%s); answers %s\n",
+                team ? "a team per query" : "a thread per query", t_walk, 100.0 * share, t_brute, t_auto,
                 picks_brute ? "brute force" : "tree",
                 same ? "identical" : "DIFFER: CHECK FAILED");
+    if (t_stack >= 0) std::printf("  tree walk with a thread per query: %.3f ms\n", t_stack);
     if (t_tiles >= 0)
       std::printf("  brute force by method: tiles %.3f ms, GEMM %.3f ms (%.1fx)\n", t_tiles, t_gemm, t_tiles / t_gemm);
     if (paper_dim)

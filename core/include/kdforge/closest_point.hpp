@@ -30,6 +30,7 @@ void closest_point_impl(Exec const& exec, Tree const& tree, Queries const& queri
     detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
     using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
     detail::check_self_queries(tree, queries, options.exclude_self, "closest_point");
+    Traversal const walk = detail::bucket_traversal<Exec>(options.traversal, tree.dim(), 1, "closest_point");
     if (detail::use_brute_force(exec, tree, queries, 1, options)) {
       KnnResultFor<Exec, Tree> rows{backend::allocate<decltype(KnnResultFor<Exec, Tree>::indices)>(
                                         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::closest::rows"), m, 1),
@@ -41,7 +42,7 @@ void closest_point_impl(Exec const& exec, Tree const& tree, Queries const& queri
       Kokkos::deep_copy(exec, out.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
     } else {
       detail::run_bucket_knn(exec, tree, queries, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff,
-                             options.exclude_self);
+                             options.exclude_self, walk);
     }
     (void)workspace;
   } else {

@@ -51,6 +51,11 @@ enum class Traversal {
   stack,      ///< depth-first with a small per-thread stack of far children
   stack_free, ///< parent/child arithmetic only (Wald's stack-free traversal)
   trail,      ///< stack-free too: pending far children as one bit per level, no climbing back up
+  /// Bucket trees only (kNN and closest point, k <= 32): a team of vector
+  /// lanes per query (a warp on NVIDIA GPUs), the lanes splitting each sum
+  /// over the dimensions; the automatic choice on GPUs from 16 dimensions
+  /// on. Bucket trees take automatic, stack (a thread per query) or team.
+  team,
 };
 
 /// In which order a batch of queries is processed (results are always
@@ -87,11 +92,12 @@ inline constexpr int automatic_regroup = -1;
 /// (build_bucket_tree) finds its answer. Either way the answer is the same,
 /// ties and rounding included.
 enum class KnnStrategy {
-  /// The tree in 1 to 3 dimensions. Above: on GPUs brute force from 9
-  /// dimensions on (a thread-per-query walk of high-dimensional rows was
-  /// slower than brute force at every size measured); on CPUs up to 64 of
-  /// the queries are answered both ways first, timed, and the faster way
-  /// answers the batch.
+  /// The tree in 1 to 3 dimensions. Above: on GPUs the tree up to 8
+  /// dimensions, and from 9 on where a sample of up to 256 walks looks at
+  /// less than a share of the points that falls with the dimension (4% up
+  /// to 128 dimensions, 0.5% in 512), brute force otherwise; on CPUs up to
+  /// 64 of the queries are answered both ways first, timed, and the faster
+  /// way answers the batch.
   automatic,
   tree,        ///< walk the tree (best for low intrinsic dimension)
   brute_force, ///< every query against every point, in tiles (kernels/query/brute_force.hpp)

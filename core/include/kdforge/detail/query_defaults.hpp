@@ -36,6 +36,9 @@ Walk make_walk(Options const& o, char const* where) {
   // trail on GPUs (4-11% ahead of stack-free on kNN, 27-39% on radius
   // search), stack on CPUs (kNN k = 8 on 16 cores: stack 119 ms,
   // stack-free 165, trail 180).
+  KDFORGE_REQUIRE(o.traversal != Traversal::team, where,
+                  "Traversal::team walks bucket trees (build_bucket_tree) only; this tree walks with automatic, "
+                  "stack, stack_free or trail");
   Traversal const t = o.traversal != Traversal::automatic ? o.traversal
                       : runs_on_gpu<Exec>()                 ? Traversal::trail
                                                             : Traversal::stack;

@@ -2,9 +2,12 @@
 // The operations on bucket trees (kernels/trees/bucket_tree.hpp), whose
 // dimension is a run-time value: kNN (and closest point, its k = 1 case
 // written into columns), radius count and radius search. One thread per
-// query walks the tree with walks/box_stack.hpp; the visitors and result
-// writers are those of the level-order trees' operations. Queries are a
-// rank-2 View (M x D, any layout) in the execution space's memory.
+// query walks the tree with walks/box_stack.hpp, or for kNN and closest
+// point (k <= 32) a team of vector lanes per query with walks/box_team.hpp
+// (Traversal::team; on GPUs from team_walk_min_dim dimensions on); the
+// visitors and result writers are those of the level-order trees'
+// operations. Queries are a rank-2 View (M x D, any layout) in the
+// execution space's memory.
 #include <kdforge/backends/memory.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/profiling.hpp>
@@ -17,11 +20,13 @@
 #include <kdforge/kernels/query/brute_force_gemm.hpp>
 #include <kdforge/kernels/query/walks/box_best_first.hpp>
 #include <kdforge/kernels/query/walks/box_stack.hpp>
+#include <kdforge/kernels/query/walks/box_team.hpp>
 #include <kdforge/kernels/trees/bucket_tree.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -133,16 +138,76 @@ struct BucketKnnHeapFunctor {
   }
 };
 
+/// The team walk (walks/box_team.hpp): a team thread of vector lanes per
+/// query, k <= CAP <= 32 (the candidates are each lane's own copy).
+template <class Exec, class Tree, class QV, class Result, int CAP>
+struct BucketKnnTeamFunctor {
+  using T = typename Tree::coordinate_type;
+  using member_type = typename Kokkos::TeamPolicy<Exec>::member_type;
+  Tree tree;
+  QV queries;
+  Result res;
+  int k;
+  T sq_cutoff;
+  bool skip_self;
+  std::int64_t m;
+  KOKKOS_FUNCTION void operator()(member_type const& member) const {
+    std::int64_t const qi = std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+    if (qi >= m) return;
+    kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
+    walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_team(member, tree, queries, qi, v); });
+    Kokkos::single(Kokkos::PerThread(member), [&] { write_sorted_row(res, qi, cand, k); });
+  }
+};
+
+/// GPUs: Traversal::automatic walks bucket trees of at least this many
+/// dimensions with a warp per query (walks/box_team.hpp), fewer with a
+/// thread per query (docs/performance.md, "Descriptors").
+inline constexpr int team_walk_min_dim = 16;
+
+/// The walk of a kNN or closest-point call on a bucket tree: Traversal::stack
+/// (a thread per query) or Traversal::team (a team of vector lanes per
+/// query, k <= 32; larger k walk with a thread per query, the same answer).
+template <class Exec>
+Traversal bucket_traversal(Traversal t, int dim, int k, char const* where) {
+  KDFORGE_REQUIRE(t == Traversal::automatic || t == Traversal::stack || t == Traversal::team, where,
+                  "bucket trees walk with Traversal::automatic, stack or team (got ", int(t), ")");
+  if (k > 32) return Traversal::stack;
+  if (t == Traversal::automatic) return runs_on_gpu<Exec>() && dim >= team_walk_min_dim ? Traversal::team : Traversal::stack;
+  return t;
+}
+
+template <int CAP, class Exec, class Tree, class QV, class Result>
+void run_bucket_knn_team(char const* name, Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
+                         typename Tree::coordinate_type sq_cutoff, bool skip_self) {
+  std::int64_t const m = std::int64_t(q.extent(0));
+  // GPUs: a warp per query, four queries per block; CPUs: one lane, a
+  // team per query
+  constexpr bool gpu = runs_on_gpu<Exec>();
+  int const per_team = gpu ? 4 : 1;
+  Kokkos::TeamPolicy<Exec> policy(exec, int((m + per_team - 1) / per_team), per_team, gpu ? 32 : 1);
+  Kokkos::parallel_for(name, policy, BucketKnnTeamFunctor<Exec, Tree, QV, Result, CAP>{tree, q, res, k, sq_cutoff, skip_self, m});
+}
+
 /// kNN (or closest point: Result a ColumnResult, k = 1) on a bucket tree,
-/// walking it.
+/// walking it (`walk`: resolved by bucket_traversal).
 template <class Exec, class Tree, class QV, class Result>
 void run_bucket_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
-                    typename Tree::coordinate_type sq_cutoff, bool skip_self = false) {
+                    typename Tree::coordinate_type sq_cutoff, bool skip_self = false,
+                    Traversal walk = Traversal::stack) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
   Region region("kdforge::knn");
   QueryPolicy<Exec> policy(exec, 0, m);
   constexpr bool column = is_column_result<Result>::value;
+  if (walk == Traversal::team && k <= 32) {
+    if (k == 1) run_bucket_knn_team<1>("kdforge::knn::bucket_team_k1", exec, tree, q, k, res, sq_cutoff, skip_self);
+    else if constexpr (!column) {
+      if (k <= 8) run_bucket_knn_team<8>("kdforge::knn::bucket_team_k8", exec, tree, q, k, res, sq_cutoff, skip_self);
+      else run_bucket_knn_team<32>("kdforge::knn::bucket_team_k32", exec, tree, q, k, res, sq_cutoff, skip_self);
+    }
+    return;
+  }
   if (k == 1) {
     Kokkos::parallel_for("kdforge::knn::bucket_k1", policy, BucketKnnFunctor<Tree, QV, Result, 1>{tree, q, res, k, sq_cutoff, skip_self});
   } else if constexpr (!column) {
@@ -152,13 +217,15 @@ void run_bucket_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Resu
   }
 }
 
-/// Counts the points a visitor is shown, for the strategy's cost model.
+/// Counts the points a visitor is shown, for the strategy's cost model, and
+/// ends the walk once they exceed `cap`.
 template <class V>
 struct CountingVisitor {
   V& v;
+  std::int64_t cap;
   std::int64_t count = 0;
   KOKKOS_FORCEINLINE_FUNCTION auto bound() const { return v.bound(); }
-  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return v.done(); }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return count > cap || v.done(); }
   template <class Index, class T>
   KOKKOS_FORCEINLINE_FUNCTION void visit(Index i, T d2) {
     ++count;
@@ -172,44 +239,103 @@ struct BucketVisitSample {
   Tree tree;
   QV queries;
   int k;
-  std::int64_t stride;
+  std::int64_t stride, cap;
   KOKKOS_FUNCTION void operator()(std::int64_t s, std::int64_t& visited) const {
     std::int64_t const qi = s * stride;
     // k <= 32 here (larger k: the caller caps it; the count is a sample)
     kernels::SortedCandidates<Tree, 32> cand(tree, k, infinity<T>());
-    CountingVisitor<decltype(cand)> v{cand};
+    CountingVisitor<decltype(cand)> v{cand, cap};
     kernels::traverse_box_stack(tree, queries, qi, v);
     visited += v.count;
   }
 };
 
+/// Counts the points of the leaves a team walk reaches (filtered or not),
+/// and ends the walk once they exceed `cap`.
+template <class V>
+struct LeafCountingVisitor {
+  V& v;
+  std::int64_t cap;
+  std::int64_t count = 0;
+  KOKKOS_FORCEINLINE_FUNCTION auto bound() const { return v.bound(); }
+  KOKKOS_FORCEINLINE_FUNCTION bool done() const { return count > cap; }
+  template <class Index, class T>
+  KOKKOS_FORCEINLINE_FUNCTION void visit(Index i, T d2) {
+    v.visit(i, d2);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void leaf(std::int64_t points) { count += points; }
+};
+
+template <class Exec, class Tree, class QV>
+struct BucketTeamVisitSample {
+  using T = typename Tree::coordinate_type;
+  using member_type = typename Kokkos::TeamPolicy<Exec>::member_type;
+  Tree tree;
+  QV queries;
+  int k;
+  std::int64_t stride, samples, cap;
+  KOKKOS_FUNCTION void operator()(member_type const& member, std::int64_t& visited) const {
+    std::int64_t const s = std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+    if (s >= samples) return;
+    kernels::SortedCandidates<Tree, 32> cand(tree, k, infinity<T>());
+    LeafCountingVisitor<decltype(cand)> v{cand, cap};
+    kernels::traverse_box_team(member, tree, queries, s * stride, v);
+    Kokkos::single(Kokkos::PerThread(member), [&] { visited += v.count; });
+  }
+};
+
 /// The share of the tree's points an exact kNN walk looks at, measured on
 /// up to 256 of the queries spread over the batch (a short kernel: 256
-/// walks). The strategy's cost model compares it with what brute force
-/// costs per point (see choose_brute_force).
+/// walks; on GPUs a warp each, with the team walk). `cap`: a share above
+/// which a query's walk stops counting (1: none), so that sampling data no
+/// tree prunes costs no more than that share of a brute-force pass. The
+/// strategy's cost model compares it with what brute force costs per point
+/// (see choose_brute_force).
 template <class Exec, class Tree, class QV>
-double sampled_visit_share(Exec const& exec, Tree const& tree, QV const& q, int k) {
+double sampled_visit_share(Exec const& exec, Tree const& tree, QV const& q, int k, double cap = 1.0) {
   std::int64_t const m = std::int64_t(q.extent(0));
   std::int64_t const n = std::int64_t(tree.size());
   if (m == 0 || n == 0) return 0.0;
   std::int64_t const samples = std::min<std::int64_t>(m, 256);
   std::int64_t visited = 0;
-  Kokkos::parallel_reduce("kdforge::knn::strategy_sample", Kokkos::RangePolicy<Exec>(exec, 0, samples),
-                          BucketVisitSample<Tree, QV>{tree, q, std::min(k, 32), m / samples}, visited);
+  int const kk = std::min(k, 32);
+  if constexpr (runs_on_gpu<Exec>()) {
+    int const per_team = 4;
+    Kokkos::parallel_reduce("kdforge::knn::strategy_sample",
+                            Kokkos::TeamPolicy<Exec>(exec, int((samples + per_team - 1) / per_team), per_team, 32),
+                            BucketTeamVisitSample<Exec, Tree, QV>{tree, q, kk, m / samples, samples,
+                                                                  std::int64_t(cap * double(n))},
+                            visited);
+  } else {
+    Kokkos::parallel_reduce("kdforge::knn::strategy_sample", Kokkos::RangePolicy<Exec>(exec, 0, samples),
+                            BucketVisitSample<Tree, QV>{tree, q, kk, m / samples, std::int64_t(cap * double(n))},
+                            visited);
+  }
   return double(visited) / double(samples) / double(n);
 }
 
-/// GPUs: brute force above this dimension, without sampling. One thread
-/// per query walking a tree of hundreds of dimensions reads a different
-/// row than its warp's other lanes at every step; measured on an H100
-/// (docs/performance.md, "Descriptors"), the walk was slower than brute
-/// force at every size of 128-D and 512-D data even where it looked at
-/// 0.4% of the points, and 6 to 200x faster in 3-D. A sample of walks
-/// would itself cost as much as a brute-force pass there.
+/// GPUs: from this dimension on, the automatic strategy measures the share
+/// of points a walk looks at (below it, the tree walks).
 inline constexpr int brute_force_min_dim_gpu = 9;
 
+/// GPUs: the largest share of the points a walk may look at for the tree to
+/// answer instead of brute force, in `dim` dimensions: 4% up to 128
+/// dimensions, falling as (128 / dim)^1.5 above (brute force by GEMM gains
+/// with the dimension; 0.5% in 512). Measured on an H200 with buckets of 8,
+/// k = 4, queries = points (docs/performance.md, "Descriptors"): the team
+/// walk took 0.25-0.85 of the time of the faster brute force on manifold
+/// data and descriptors in 16 to 128 dimensions, looking at 0.4-3.1% of the
+/// points; in 512 dimensions 0.92 at 0.5%, 1.26 at 0.9% and 1.7-1.9 at
+/// 1.7-5.5%.
+inline double gpu_tree_share_limit(int dim) {
+  double const r = dim <= 128 ? 1.0 : 128.0 / double(dim);
+  return 0.04 * r * std::sqrt(r);
+}
+
 /// The cost model of KnnStrategy::automatic: 1 to 3 dimensions walk the
-/// tree; on GPUs brute force from brute_force_min_dim_gpu on; on CPUs both
+/// tree; on GPUs the tree below brute_force_min_dim_gpu dimensions, and from
+/// there on where a sample of team walks looks at less than
+/// gpu_tree_share_limit of the points; on CPUs both
 /// are timed on the same sample of up to 64 queries spread over the batch
 /// (exact walks, and brute force by `method`), and the faster one answers.
 /// A share of points looked at does not settle it on CPUs: a walk pays a
@@ -225,7 +351,9 @@ bool choose_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k,
   if (tree.dim() <= 3) return false; // low dimension: trees prune nearly everything
   if constexpr (runs_on_gpu<Exec>()) {
     (void)method;
-    return tree.dim() >= brute_force_min_dim_gpu;
+    if (tree.dim() < brute_force_min_dim_gpu) return false;
+    double const limit = gpu_tree_share_limit(tree.dim());
+    return sampled_visit_share(exec, tree, q, k, 2 * limit) >= limit;
   } else {
     using T = typename Tree::coordinate_type;
     using Index = typename Tree::index_type;
@@ -247,7 +375,7 @@ bool choose_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k,
     Kokkos::Timer timer;
     std::int64_t visited = 0;
     Kokkos::parallel_reduce("kdforge::knn::strategy_sample", Kokkos::RangePolicy<Exec>(exec, 0, samples),
-                            BucketVisitSample<Tree, decltype(sq)>{tree, sq, kk, 1}, visited);
+                            BucketVisitSample<Tree, decltype(sq)>{tree, sq, kk, 1, n}, visited);
     exec.fence();
     double const t_walk = timer.seconds();
     KnnResult<MS, T, Index> r{
