@@ -95,7 +95,7 @@ enum class KnnStrategy {
   /// The tree in 1 to 3 dimensions. Above: on GPUs the tree up to 8
   /// dimensions, and from 9 on where a sample of up to 256 walks looks at
   /// less than a share of the points that falls with the dimension (4% up
-  /// to 128 dimensions, 0.5% in 512), brute force otherwise; on CPUs up to
+  /// to 128 dimensions, 0.7% in 512), brute force otherwise; on CPUs up to
   /// 64 of the queries are answered both ways first, timed, and the faster
   /// way answers the batch.
   automatic,

@@ -9,6 +9,7 @@
 // operations. Queries are a rank-2 View (M x D, any layout) in the
 // execution space's memory.
 #include <kdforge/backends/memory.hpp>
+#include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/profiling.hpp>
 #include <kdforge/kernels/query/candidates.hpp>
@@ -151,9 +152,11 @@ struct BucketKnnTeamFunctor {
   T sq_cutoff;
   bool skip_self;
   std::int64_t m;
+  Kokkos::View<std::uint32_t*, typename Exec::memory_space> order; // empty: as given
   KOKKOS_FUNCTION void operator()(member_type const& member) const {
-    std::int64_t const qi = std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
-    if (qi >= m) return;
+    std::int64_t const slot = std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+    if (slot >= m) return;
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(slot)) : slot;
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
     walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_team(member, tree, queries, qi, v); });
     Kokkos::single(Kokkos::PerThread(member), [&] { write_sorted_row(res, qi, cand, k); });
@@ -177,6 +180,53 @@ Traversal bucket_traversal(Traversal t, int dim, int k, char const* where) {
   return t;
 }
 
+/// Each query's leaf by the split planes alone (the tree position of the
+/// leaf's first point), for the order of the team walk.
+template <class Tree, class QV, class MS>
+struct BucketLeafKey {
+  Tree tree;
+  QV queries;
+  Kokkos::View<std::uint32_t*, MS> keys, order;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    using Index = typename Tree::index_type;
+    Index s = 0;
+    auto node = tree.node(s);
+    while (!node.is_leaf()) {
+      s = queries(i, node.split_dim) <= node.split_value ? node.left : node.right;
+      node = tree.node(s);
+    }
+    keys(i) = std::uint32_t(node.begin);
+    order(i) = std::uint32_t(i);
+  }
+};
+
+/// GPUs: the order in which the team walk takes the queries, by the leaf
+/// each one's descent reaches, so that the warps running together walk
+/// neighbouring leaves and find their rows and boxes in the cache (empty:
+/// as given, on CPUs, beyond 2^32 points or queries, and below 2^20
+/// coordinates of queries, where the sort cost more than it saved: on an
+/// H200, 102,400 queries took 18% less time in 512 dimensions and 11% in
+/// 128, and 12,800 queries in 16 dimensions 20% more).
+template <class Exec, class Tree, class QV>
+Kokkos::View<std::uint32_t*, typename Exec::memory_space> bucket_leaf_order(Exec const& exec, Tree const& tree,
+                                                                          QV const& q) {
+  using MS = typename Exec::memory_space;
+  std::int64_t const m = std::int64_t(q.extent(0));
+  std::int64_t const n = std::int64_t(tree.size());
+  if (!runs_on_gpu<Exec>() || m * std::int64_t(tree.dim()) < (std::int64_t(1) << 20) || n == 0 ||
+      m >= (std::int64_t(1) << 32) || n >= (std::int64_t(1) << 32))
+    return {};
+  using V = Kokkos::View<std::uint32_t*, MS>;
+  auto keys = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::leaf_keys"), m);
+  auto order = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::leaf_order"), m);
+  Kokkos::parallel_for("kdforge::knn::bucket_leaf_keys", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                       BucketLeafKey<Tree, QV, MS>{tree, q, keys, order});
+  int bits = 1;
+  while (bits < 32 && (std::int64_t(1) << bits) <= n) ++bits;
+  backend::sort_by_key(exec, keys, order, 0, bits);
+  return order;
+}
+
 template <int CAP, class Exec, class Tree, class QV, class Result>
 void run_bucket_knn_team(char const* name, Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
                          typename Tree::coordinate_type sq_cutoff, bool skip_self) {
@@ -185,8 +235,10 @@ void run_bucket_knn_team(char const* name, Exec const& exec, Tree const& tree, Q
   // team per query
   constexpr bool gpu = runs_on_gpu<Exec>();
   int const per_team = gpu ? 4 : 1;
+  auto const order = bucket_leaf_order(exec, tree, q);
   Kokkos::TeamPolicy<Exec> policy(exec, int((m + per_team - 1) / per_team), per_team, gpu ? 32 : 1);
-  Kokkos::parallel_for(name, policy, BucketKnnTeamFunctor<Exec, Tree, QV, Result, CAP>{tree, q, res, k, sq_cutoff, skip_self, m});
+  Kokkos::parallel_for(name, policy,
+                       BucketKnnTeamFunctor<Exec, Tree, QV, Result, CAP>{tree, q, res, k, sq_cutoff, skip_self, m, order});
 }
 
 /// kNN (or closest point: Result a ColumnResult, k = 1) on a bucket tree,
@@ -320,16 +372,16 @@ inline constexpr int brute_force_min_dim_gpu = 9;
 
 /// GPUs: the largest share of the points a walk may look at for the tree to
 /// answer instead of brute force, in `dim` dimensions: 4% up to 128
-/// dimensions, falling as (128 / dim)^1.5 above (brute force by GEMM gains
-/// with the dimension; 0.5% in 512). Measured on an H200 with buckets of 8,
+/// dimensions, falling as (128 / dim)^1.25 above (brute force by GEMM gains
+/// with the dimension; 0.7% in 512). Measured on an H200 with buckets of 8,
 /// k = 4, queries = points (docs/performance.md, "Descriptors"): the team
 /// walk took 0.25-0.85 of the time of the faster brute force on manifold
 /// data and descriptors in 16 to 128 dimensions, looking at 0.4-3.1% of the
-/// points; in 512 dimensions 0.92 at 0.5%, 1.26 at 0.9% and 1.7-1.9 at
-/// 1.7-5.5%.
+/// points; in 512 dimensions 0.77 at 0.5% (in leaf order), 1.26 at 0.9% and
+/// 1.7-1.9 at 1.7-5.5%.
 inline double gpu_tree_share_limit(int dim) {
   double const r = dim <= 128 ? 1.0 : 128.0 / double(dim);
-  return 0.04 * r * std::sqrt(r);
+  return 0.04 * r * std::pow(r, 0.25);
 }
 
 /// The cost model of KnnStrategy::automatic: 1 to 3 dimensions walk the
