@@ -360,6 +360,52 @@ TEST_CASE_TEMPLATE("the automatic strategy measures how much of the tree a walk 
   }
 }
 
+TEST_CASE_TEMPLATE("bucket trees: batches large enough for the team walk's leaf order answer like brute force", Exec,
+                   KDFORGE_TEST_SPACES) {
+  // 2^13 queries of 128 coordinates: the GPU team walk sorts them by leaf
+  // (bucket_leaf_order) before walking; CPUs take them as given
+  Exec exec;
+  int const dim = 128;
+  std::size_t const n = 3000, m = 8192;
+  auto const pts = make_rows<float>(n, dim, Data::manifold, 31);
+  auto qs = make_rows<float>(m, dim, Data::manifold, 32);
+  for (std::size_t i = 0; i < m; i += 5) // points among the queries: ties at distance 0
+    for (int d = 0; d < dim; ++d) qs[i * std::size_t(dim) + std::size_t(d)] = pts[(i % n) * std::size_t(dim) + std::size_t(d)];
+  auto const p = to_view<Exec, Kokkos::LayoutRight>(pts, n, dim);
+  auto const q = to_view<Exec, Kokkos::LayoutRight>(qs, m, dim);
+  auto const tree = build_bucket_tree(exec, p);
+  auto const order = detail::bucket_leaf_order(exec, tree, q);
+  CHECK(std::int64_t(order.extent(0)) == (detail::runs_on_gpu<Exec>() ? std::int64_t(m) : 0));
+  QueryOptions walk, brute;
+  walk.strategy = KnnStrategy::tree;
+  walk.traversal = Traversal::team;
+  brute.strategy = KnnStrategy::brute_force;
+  brute.brute_force_method = BruteForceMethod::tiles;
+  for (int k : {1, 5}) {
+    CAPTURE(k);
+    auto const a = knn(exec, tree, q, k, walk);
+    auto const b = knn(exec, tree, q, k, brute);
+    auto const ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.indices);
+    auto const bi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.indices);
+    auto const ad = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.sq_distances);
+    auto const bd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.sq_distances);
+    std::int64_t differ = 0;
+    for (std::size_t i = 0; i < m; ++i)
+      for (int j = 0; j < k; ++j) differ += ai(i, j) != bi(i, j) || ad(i, j) != bd(i, j) ? 1 : 0;
+    CHECK(differ == 0);
+  }
+  // the order is a permutation of the queries
+  if (order.extent(0)) {
+    auto const h = to_host(order);
+    std::vector<char> seen(m, 0);
+    for (std::size_t i = 0; i < m; ++i) {
+      REQUIRE(h[i] < m);
+      CHECK(!seen[h[i]]);
+      seen[h[i]] = 1;
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE("bucket trees: buckets of one, double, 64-bit indices, column-major input", Exec, KDFORGE_TEST_SPACES) {
   check_queries<Exec, float, std::int32_t, Kokkos::LayoutRight>(700, 3, Data::uniform, 1, 7);
   check_queries<Exec, double, std::int64_t, Kokkos::LayoutLeft>(700, 5, Data::clustered, 4, 8);
