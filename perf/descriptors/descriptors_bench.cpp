@@ -196,8 +196,8 @@ int main(int argc, char** argv) {
     HostKnn const rw = to_host(r);
     double const t_brute = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, brute); });
     HostKnn const rb = to_host(r);
-    bool const team = kdforge::detail::bucket_traversal<Exec>(walk.traversal, dim, k, "knn") ==
-                      kdforge::Traversal::team;
+    kdforge::Traversal const resolved = kdforge::detail::bucket_traversal<Exec>(walk.traversal, dim, k);
+    bool const team = resolved == kdforge::Traversal::team;
     double t_stack = -1;
     bool stack_same = true;
     if (stack_walk && team) {
@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
     double const t_auto = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, automatic); });
     HostKnn const ra = to_host(r);
     double const share = kdforge::detail::sampled_visit_share(exec, tree, p, k);
-    bool const picks_brute = kdforge::detail::choose_brute_force(exec, tree, p, k);
+    bool const picks_brute =
+        kdforge::detail::choose_brute_force(exec, tree, p, k, kdforge::BruteForceMethod::automatic, resolved);
     bool const same = rw.idx == rb.idx && rw.d2 == rb.d2 && ra.idx == rb.idx && methods_same && stack_same;
     failed = failed || !same;
     std::printf("\nN = %lld: build %.3f ms (peak %.1f MiB, %lld nodes, height %d)\n", (long long)n, build,

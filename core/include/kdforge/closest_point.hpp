@@ -30,8 +30,8 @@ void closest_point_impl(Exec const& exec, Tree const& tree, Queries const& queri
     detail::ensure_extents(out.sq_distances, "kdforge::closest::sq_distances", m);
     using R = detail::ColumnResult<decltype(out.indices), decltype(out.sq_distances)>;
     detail::check_self_queries(tree, queries, options.exclude_self, "closest_point");
-    Traversal const walk = detail::bucket_traversal<Exec>(options.traversal, tree.dim(), 1, "closest_point");
-    if (detail::use_brute_force(exec, tree, queries, 1, options)) {
+    Traversal const walk = detail::bucket_traversal<Exec>(options.traversal, tree.dim(), 1);
+    if (detail::use_brute_force(exec, tree, queries, 1, options, walk)) {
       KnnResultFor<Exec, Tree> rows{backend::allocate<decltype(KnnResultFor<Exec, Tree>::indices)>(
                                         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::closest::rows"), m, 1),
                                     backend::allocate<decltype(KnnResultFor<Exec, Tree>::sq_distances)>(

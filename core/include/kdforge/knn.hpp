@@ -35,8 +35,8 @@ void knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k,
     detail::ensure_extents(out.indices, "kdforge::knn::indices", m, k);
     detail::ensure_extents(out.sq_distances, "kdforge::knn::sq_distances", m, k);
     detail::check_self_queries(tree, queries, options.exclude_self, "knn");
-    Traversal const walk = detail::bucket_traversal<Exec>(options.traversal, tree.dim(), k, "knn");
-    if (detail::use_brute_force(exec, tree, queries, k, options))
+    Traversal const walk = detail::bucket_traversal<Exec>(options.traversal, tree.dim(), k);
+    if (detail::use_brute_force(exec, tree, queries, k, options, walk))
       detail::run_bucket_brute_knn(exec, tree, queries, k, out, sq_cutoff, options.exclude_self,
                                    options.brute_force_method, "knn");
     else

@@ -54,7 +54,8 @@ enum class Traversal {
   /// Bucket trees only (kNN and closest point, k <= 32): a team of vector
   /// lanes per query (a warp on NVIDIA GPUs), the lanes splitting each sum
   /// over the dimensions; the automatic choice on GPUs from 16 dimensions
-  /// on. Bucket trees take automatic, stack (a thread per query) or team.
+  /// on. Every other value, and larger k, walks bucket trees with a thread
+  /// per query; level-order trees refuse team.
   team,
 };
 
@@ -95,9 +96,10 @@ enum class KnnStrategy {
   /// The tree in 1 to 3 dimensions. Above: on GPUs the tree up to 8
   /// dimensions, and from 9 on where a sample of up to 256 walks looks at
   /// less than a share of the points that falls with the dimension (4% up
-  /// to 128 dimensions, 0.7% in 512), brute force otherwise; on CPUs up to
-  /// 64 of the queries are answered both ways first, timed, and the faster
-  /// way answers the batch.
+  /// to 128 dimensions, 0.7% in 512), brute force otherwise (and always
+  /// where the walk is a thread per query, Traversal::team's note); on CPUs
+  /// up to 64 of the queries are answered both ways first, timed, and the
+  /// faster way answers the batch. Either sample waits for its result.
   automatic,
   tree,        ///< walk the tree (best for low intrinsic dimension)
   brute_force, ///< every query against every point, in tiles (kernels/query/brute_force.hpp)

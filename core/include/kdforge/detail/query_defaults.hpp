@@ -118,12 +118,14 @@ void check_self_queries(Tree const& tree, QV const& q, bool exclude_self, char c
 }
 
 /// Whether a kNN or closest-point call on a bucket tree answers by brute
-/// force (KnnStrategy; the automatic choice times a sample of both on CPUs).
+/// force (KnnStrategy; the automatic choice times a sample of both on CPUs,
+/// and on GPUs measures a sample of `walk`s).
 template <class Exec, class Tree, class QV>
-bool use_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k, QueryOptions const& options) {
+bool use_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k, QueryOptions const& options,
+                     Traversal walk) {
   if (options.strategy == KnnStrategy::brute_force) return true;
   if (options.strategy == KnnStrategy::tree) return false;
-  return choose_brute_force(exec, tree, q, k, options.brute_force_method);
+  return choose_brute_force(exec, tree, q, k, options.brute_force_method, walk);
 }
 
 } // namespace kdforge::detail

@@ -151,11 +151,11 @@ struct BucketKnnTeamFunctor {
   int k;
   T sq_cutoff;
   bool skip_self;
-  std::int64_t m;
+  std::int64_t first, last; // this launch's slots
   Kokkos::View<std::uint32_t*, typename Exec::memory_space> order; // empty: as given
   KOKKOS_FUNCTION void operator()(member_type const& member) const {
-    std::int64_t const slot = std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
-    if (slot >= m) return;
+    std::int64_t const slot = first + std::int64_t(member.league_rank()) * member.team_size() + member.team_rank();
+    if (slot >= last) return;
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(slot)) : slot;
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
     walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_team(member, tree, queries, qi, v); });
@@ -168,16 +168,16 @@ struct BucketKnnTeamFunctor {
 /// thread per query (docs/performance.md, "Descriptors").
 inline constexpr int team_walk_min_dim = 16;
 
-/// The walk of a kNN or closest-point call on a bucket tree: Traversal::stack
-/// (a thread per query) or Traversal::team (a team of vector lanes per
-/// query, k <= 32; larger k walk with a thread per query, the same answer).
+/// The walk of a kNN or closest-point call on a bucket tree: Traversal::team
+/// (a team of vector lanes per query, k <= 32) where asked for or chosen,
+/// Traversal::stack (a thread per query) otherwise: larger k, and the
+/// level-order trees' walks (stack_free, trail), which bucket trees have
+/// never had. The answer is the same either way.
 template <class Exec>
-Traversal bucket_traversal(Traversal t, int dim, int k, char const* where) {
-  KDFORGE_REQUIRE(t == Traversal::automatic || t == Traversal::stack || t == Traversal::team, where,
-                  "bucket trees walk with Traversal::automatic, stack or team (got ", int(t), ")");
+Traversal bucket_traversal(Traversal t, int dim, int k) {
   if (k > 32) return Traversal::stack;
   if (t == Traversal::automatic) return runs_on_gpu<Exec>() && dim >= team_walk_min_dim ? Traversal::team : Traversal::stack;
-  return t;
+  return t == Traversal::team ? Traversal::team : Traversal::stack;
 }
 
 /// Each query's leaf by the split planes alone (the tree position of the
@@ -203,7 +203,7 @@ struct BucketLeafKey {
 /// GPUs: the order in which the team walk takes the queries, by the leaf
 /// each one's descent reaches, so that the warps running together walk
 /// neighbouring leaves and find their rows and boxes in the cache (empty:
-/// as given, on CPUs, beyond 2^32 points or queries, and below 2^20
+/// as given, on CPUs, beyond 2^32 points or 2^31 queries, and below 2^20
 /// coordinates of queries, where the sort cost more than it saved: on an
 /// H200, 102,400 queries took 18% less time in 512 dimensions and 11% in
 /// 128, and 12,800 queries in 16 dimensions 20% more).
@@ -213,8 +213,9 @@ Kokkos::View<std::uint32_t*, typename Exec::memory_space> bucket_leaf_order(Exec
   using MS = typename Exec::memory_space;
   std::int64_t const m = std::int64_t(q.extent(0));
   std::int64_t const n = std::int64_t(tree.size());
+  // (below 2^31: the item count of every CUB sort)
   if (!runs_on_gpu<Exec>() || m * std::int64_t(tree.dim()) < (std::int64_t(1) << 20) || n == 0 ||
-      m >= (std::int64_t(1) << 32) || n >= (std::int64_t(1) << 32))
+      m >= (std::int64_t(1) << 31) || n >= (std::int64_t(1) << 32))
     return {};
   using V = Kokkos::View<std::uint32_t*, MS>;
   auto keys = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::leaf_keys"), m);
@@ -236,9 +237,15 @@ void run_bucket_knn_team(char const* name, Exec const& exec, Tree const& tree, Q
   constexpr bool gpu = runs_on_gpu<Exec>();
   int const per_team = gpu ? 4 : 1;
   auto const order = bucket_leaf_order(exec, tree, q);
-  Kokkos::TeamPolicy<Exec> policy(exec, int((m + per_team - 1) / per_team), per_team, gpu ? 32 : 1);
-  Kokkos::parallel_for(name, policy,
-                       BucketKnnTeamFunctor<Exec, Tree, QV, Result, CAP>{tree, q, res, k, sq_cutoff, skip_self, m, order});
+  // leagues of at most 2^30 teams (an int), each launch from `first` on
+  std::int64_t const per_launch = (std::int64_t(1) << 30) * per_team;
+  for (std::int64_t first = 0; first < m; first += per_launch) {
+    std::int64_t const count = std::min(per_launch, m - first);
+    Kokkos::TeamPolicy<Exec> policy(exec, int((count + per_team - 1) / per_team), per_team, gpu ? 32 : 1);
+    Kokkos::parallel_for(name, policy,
+                         BucketKnnTeamFunctor<Exec, Tree, QV, Result, CAP>{tree, q, res, k, sq_cutoff, skip_self,
+                                                                           first, first + count, order});
+  }
 }
 
 /// kNN (or closest point: Result a ColumnResult, k = 1) on a bucket tree,
@@ -298,7 +305,7 @@ struct BucketVisitSample {
     kernels::SortedCandidates<Tree, 32> cand(tree, k, infinity<T>());
     CountingVisitor<decltype(cand)> v{cand, cap};
     kernels::traverse_box_stack(tree, queries, qi, v);
-    visited += v.count;
+    visited += v.count > cap ? std::int64_t(tree.size()) : v.count; // stopped: counted as all
   }
 };
 
@@ -332,15 +339,19 @@ struct BucketTeamVisitSample {
     kernels::SortedCandidates<Tree, 32> cand(tree, k, infinity<T>());
     LeafCountingVisitor<decltype(cand)> v{cand, cap};
     kernels::traverse_box_team(member, tree, queries, s * stride, v);
-    Kokkos::single(Kokkos::PerThread(member), [&] { visited += v.count; });
+    // stopped at the cap: counted as all, so that a few walks that look at
+    // everything are not hidden among many cheap ones
+    std::int64_t const c = v.count > cap ? std::int64_t(tree.size()) : v.count;
+    Kokkos::single(Kokkos::PerThread(member), [&] { visited += c; });
   }
 };
 
 /// The share of the tree's points an exact kNN walk looks at, measured on
 /// up to 256 of the queries spread over the batch (a short kernel: 256
 /// walks; on GPUs a warp each, with the team walk). `cap`: a share above
-/// which a query's walk stops counting (1: none), so that sampling data no
-/// tree prunes costs no more than that share of a brute-force pass. The
+/// which a query's walk stops and counts as looking at every point (1:
+/// none), so that sampling data no tree prunes costs no more than that
+/// share of a brute-force pass. The
 /// strategy's cost model compares it with what brute force costs per point
 /// (see choose_brute_force).
 template <class Exec, class Tree, class QV>
@@ -386,8 +397,10 @@ inline double gpu_tree_share_limit(int dim) {
 
 /// The cost model of KnnStrategy::automatic: 1 to 3 dimensions walk the
 /// tree; on GPUs the tree below brute_force_min_dim_gpu dimensions, and from
-/// there on where a sample of team walks looks at less than
-/// gpu_tree_share_limit of the points; on CPUs both
+/// there on, where the call walks with Traversal::team (`walk`, resolved by
+/// bucket_traversal), where a sample of team walks looks at less than
+/// gpu_tree_share_limit of the points (brute force for a thread per query;
+/// the sample waits for its result); on CPUs both
 /// are timed on the same sample of up to 64 queries spread over the batch
 /// (exact walks, and brute force by `method`), and the faster one answers.
 /// A share of points looked at does not settle it on CPUs: a walk pays a
@@ -399,11 +412,15 @@ inline double gpu_tree_share_limit(int dim) {
 /// depends on the measurement.
 template <class Exec, class Tree, class QV>
 bool choose_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k,
-                        BruteForceMethod method = BruteForceMethod::automatic) {
+                        BruteForceMethod method = BruteForceMethod::automatic, Traversal walk = Traversal::team) {
   if (tree.dim() <= 3) return false; // low dimension: trees prune nearly everything
   if constexpr (runs_on_gpu<Exec>()) {
     (void)method;
     if (tree.dim() < brute_force_min_dim_gpu) return false;
+    // a thread per query (below team_walk_min_dim, k > 32, or asked for) was
+    // slower than brute force at every share measured from 16 dimensions on
+    // (docs/performance.md): the limit below is the team walk's
+    if (walk != Traversal::team) return true;
     double const limit = gpu_tree_share_limit(tree.dim());
     return sampled_visit_share(exec, tree, q, k, 2 * limit) >= limit;
   } else {

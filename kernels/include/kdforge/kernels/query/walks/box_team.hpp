@@ -66,8 +66,8 @@ struct TeamBoundMargin {
   T shrink; // 1 - 2 (D + 2) eps
   T slack;  // (D + 2) x 4 x the smallest normal value
   KOKKOS_INLINE_FUNCTION explicit TeamBoundMargin(int dim)
-      : shrink(T(1) - T(2 * (dim + 2)) * std::numeric_limits<T>::epsilon()),
-        slack(T(4 * (dim + 2)) * std::numeric_limits<T>::min()) {}
+      : shrink(T(1) - T(2) * (T(dim) + T(2)) * std::numeric_limits<T>::epsilon()),
+        slack(T(4) * (T(dim) + T(2)) * std::numeric_limits<T>::min()) {}
   /// A lower bound of every dimension-order sum of the terms whose sum in
   /// some other order is `s`.
   KOKKOS_FORCEINLINE_FUNCTION T lower(T s) const {
