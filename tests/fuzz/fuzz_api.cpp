@@ -240,6 +240,7 @@ void check_queries(Bytes& b, Problem<T> const& pb, Tree const& tree, QV const& d
   bool exclude_self = false;
   if (bucket_like) {
     qo.strategy = kdforge::KnnStrategy(b.u8() % 3);
+    qo.traversal = kdforge::Traversal(b.u8() % 5); // team, and the walks bucket trees take as stack
     exclude_self = bucket && pb.self && (b.u8() & 1);
     qo.exclude_self = exclude_self;
   } else {
