@@ -417,9 +417,11 @@ bool choose_brute_force(Exec const& exec, Tree const& tree, QV const& q, int k,
   if constexpr (runs_on_gpu<Exec>()) {
     (void)method;
     if (tree.dim() < brute_force_min_dim_gpu) return false;
-    // a thread per query (below team_walk_min_dim, k > 32, or asked for) was
-    // slower than brute force at every share measured from 16 dimensions on
-    // (docs/performance.md): the limit below is the team walk's
+    // a thread per query (below team_walk_min_dim, k > 32, or asked for)
+    // keeps the rule it had: brute force. The limit below is the team
+    // walk's; a thread per query was slower than brute force at 12,800
+    // points from 16 dimensions on and at 102,400 from 128 on (faster at
+    // 102,400 in 16 and 32 dimensions: docs/performance.md)
     if (walk != Traversal::team) return true;
     double const limit = gpu_tree_share_limit(tree.dim());
     return sampled_visit_share(exec, tree, q, k, 2 * limit) >= limit;
