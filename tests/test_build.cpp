@@ -11,6 +11,7 @@
 #include <kdforge/kdforge.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -127,6 +128,44 @@ TEST_CASE_TEMPLATE("all builders agree in other dimensions", Exec, KDFORGE_TEST_
       check_builders_agree<Exec, 40>(n, Distribution::clustered, split, 4321 + n);
     }
   }
+}
+
+// SplitPolicy::automatic: round robin up to 2.5:1, the widest side beyond.
+// The cell of one of 2 ranks (a cube halved) measures just over 2:1; it must
+// not fall on either side by a hair.
+TEST_CASE_TEMPLATE("the automatic split policy: round robin up to 2.5:1, the widest side beyond", Exec,
+                   KDFORGE_TEST_SPACES) {
+  auto box = [](std::array<float, 3> w) {
+    Box<float, 3> b;
+    for (int d = 0; d < 3; ++d) {
+      b.lo[d] = 1.0f;
+      b.hi[d] = 1.0f + w[std::size_t(d)];
+    }
+    return b;
+  };
+  auto pick = [&](std::array<float, 3> w) { return detail::resolve_split(SplitPolicy::automatic, box(w)); };
+  CHECK(pick({1.0f, 1.0f, 1.0f}) == SplitPolicy::round_robin);
+  CHECK(pick({0.49999f, 0.99999f, 0.99998f}) == SplitPolicy::round_robin); // a cube halved
+  CHECK(pick({0.5f, 1.0f, 1.0f}) == SplitPolicy::round_robin);
+  CHECK(pick({1.0f, 2.5f, 1.5f}) == SplitPolicy::round_robin);
+  CHECK(pick({1.0f, 2.51f, 1.0f}) == SplitPolicy::widest_dimension);
+  CHECK(pick({0.25f, 1.0f, 1.0f}) == SplitPolicy::widest_dimension); // a cube in quarters
+  CHECK(pick({1.0f, 1.0f, 0.0f}) == SplitPolicy::widest_dimension); // a plane
+  CHECK(pick({0.0f, 1.0f, 0.0f}) == SplitPolicy::widest_dimension); // a line
+  CHECK(pick({1000.0f, 1.0f, 1.0f}) == SplitPolicy::widest_dimension);
+  CHECK(pick({0.0f, 0.0f, 0.0f}) == SplitPolicy::round_robin); // one point: nothing to choose
+  CHECK(detail::resolve_split(SplitPolicy::widest_dimension, box({1.0f, 1.0f, 1.0f})) == SplitPolicy::widest_dimension);
+  CHECK(detail::resolve_split(SplitPolicy::round_robin, box({1.0f, 0.0f, 1.0f})) == SplitPolicy::round_robin);
+
+  // the trees built: uniform points in a cube halved, and in a cube in quarters
+  auto pts = test::make_points<float, 3>(4000, Distribution::uniform, 77);
+  auto squeeze = [&](float f) {
+    auto p = pts;
+    for (auto& q : p) q[0] *= f;
+    return build_left_balanced(Exec{}, to_device<Exec>(p, "pts")).split_policy();
+  };
+  CHECK(squeeze(0.5f) == SplitPolicy::round_robin);
+  CHECK(squeeze(0.25f) == SplitPolicy::widest_dimension);
 }
 
 TEST_CASE("parallel selection of the recursive builder puts the exact rank in place") {
