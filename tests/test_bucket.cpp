@@ -277,46 +277,85 @@ void check_queries(std::size_t n, int dim, Data data, std::int64_t bucket, std::
 
 } // namespace
 
-TEST_CASE("the team walk's margin bounds any order of summation by the dimension-order sum") {
+namespace {
+// Sums of squares as a device may compute them: `ftz` flushes every
+// subnormal result to zero (flush-to-zero arithmetic), `fused` adds each
+// square into its sum with one rounding (a multiply-add, which compilers
+// may emit). The volatiles keep this compiler from fusing where the mode
+// says not to.
+template <class T>
+struct Arithmetic {
+  bool ftz, fused;
+  T flush(T x) const { return ftz && std::fpclassify(x) == FP_SUBNORMAL ? T(0) : x; }
+  T square(T x) const {
+    volatile T const p = x * x;
+    return flush(p);
+  }
+  T add(T a, T b) const {
+    volatile T const s = a + b;
+    return flush(s);
+  }
+  T add_square(T acc, T x) const { return fused ? flush(std::fma(x, x, acc)) : add(acc, square(x)); }
+};
+} // namespace
+
+TEST_CASE_TEMPLATE("the team walk's margin bounds any order of summation by the dimension-order sum", T, float,
+                   double) {
   // Sums of the same squares in another order (the lanes' of a team walk)
   // differ from the dimension-order sum in the last bits, either way; the
   // margin's lower bound of such a sum must never exceed the dimension-order
-  // sum, or the walk would skip a point that belongs in the answer.
+  // sum (what the walk sums again before it takes a point), or the walk
+  // would skip a point that belongs in the answer. A device flushes
+  // subnormals everywhere or nowhere; the dimension-order sum rounds every
+  // square (box_stack.hpp), the lanes' may fuse multiply-adds. The terms
+  // span wide magnitudes, all subnormal squares, and squares about the
+  // smallest normal value, where a flushed and fused order differs by more
+  // than the relative shrink covers.
   std::mt19937_64 rng(77);
-  int above_unshrunk = 0;
+  double const wide = sizeof(T) == 4 ? -70.0 : -520.0; // some squares subnormal
+  double const tiny = std::log2(double(std::numeric_limits<T>::denorm_min())) / 2;
+  double const edge = std::log2(double(std::numeric_limits<T>::min())) / 2;
+  int above_unshrunk = 0, above_without_slack = 0;
   for (int dim : {2, 7, 64, 512, 1000}) {
-    kernels::TeamBoundMargin<float> const margin(dim);
-    std::vector<float> t(std::size_t(dim), 0.0f);
+    kernels::TeamBoundMargin<T> const margin(dim);
+    std::vector<T> t(std::size_t(dim), T(0));
     std::vector<int> order(static_cast<std::size_t>(dim));
-    for (int trial = 0; trial < 300; ++trial) {
-      // wide magnitudes, and some subnormal terms
-      std::uniform_real_distribution<float> mag(trial % 3 == 0 ? -70.0f : -8.0f, 3.0f);
-      for (int d = 0; d < dim; ++d) t[std::size_t(d)] = std::exp2(mag(rng)) * (rng() % 2 ? 1.0f : -1.0f);
-      // the dimension-order sum of rounded squares (squares stored first, so
-      // that no multiply-add is fused into the sum)
-      std::vector<float> sq(static_cast<std::size_t>(dim));
-      for (int d = 0; d < dim; ++d) sq[std::size_t(d)] = t[std::size_t(d)] * t[std::size_t(d)];
-      float seq = 0.0f;
-      for (int d = 0; d < dim; ++d) seq = d == 0 ? sq[0] : seq + sq[std::size_t(d)];
-      for (int d = 0; d < dim; ++d) order[std::size_t(d)] = d;
-      for (int shuffle = 0; shuffle < 8; ++shuffle) {
-        std::shuffle(order.begin(), order.end(), rng);
-        // strided partial sums, then a tree: a warp's order, and a shuffled one
-        float lanes[32] = {};
-        for (int d = 0; d < dim; ++d) {
-          float const x = t[std::size_t(order[std::size_t(d)])];
-          lanes[d % 32] += x * x;
+    for (int trial = 0; trial < 200; ++trial) {
+      double lo = -8.0, hi = 3.0;
+      if (trial % 4 == 1) lo = wide;
+      if (trial % 4 == 2) lo = tiny - 0.5, hi = tiny + 1.0;
+      if (trial % 4 == 3) lo = edge - 1.0, hi = edge + 1.0;
+      std::uniform_real_distribution<double> mag(lo, hi);
+      for (int d = 0; d < dim; ++d) t[std::size_t(d)] = T(std::exp2(mag(rng))) * (rng() % 2 ? T(1) : T(-1));
+      for (int mode = 0; mode < 4; ++mode) {
+        Arithmetic<T> const seq_arithmetic{(mode & 1) != 0, false};
+        Arithmetic<T> const lane{(mode & 1) != 0, (mode & 2) != 0};
+        T seq = T(0);
+        for (int d = 0; d < dim; ++d) seq = seq_arithmetic.add_square(seq, t[std::size_t(d)]);
+        for (int d = 0; d < dim; ++d) order[std::size_t(d)] = d;
+        for (int shuffle = 0; shuffle < 4; ++shuffle) {
+          std::shuffle(order.begin(), order.end(), rng);
+          // strided partial sums, then a tree: a warp's order, and a shuffled one
+          T lanes[32] = {};
+          for (int d = 0; d < dim; ++d)
+            lanes[d % 32] = lane.add_square(lanes[d % 32], t[std::size_t(order[std::size_t(d)])]);
+          for (int w = 16; w >= 1; w /= 2)
+            for (int l = 0; l < w; ++l) lanes[l] = lane.add(lanes[l], lanes[l + w]);
+          T const other = lanes[0];
+          CAPTURE(dim);
+          CAPTURE(trial);
+          CAPTURE(mode);
+          CHECK(margin.lower(other) <= seq);
+          above_unshrunk += other > seq ? 1 : 0;
+          above_without_slack += other * margin.shrink > seq ? 1 : 0;
         }
-        for (int w = 16; w >= 1; w /= 2)
-          for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-        float const other = lanes[0];
-        CHECK(margin.lower(other) <= seq);
-        above_unshrunk += other > seq ? 1 : 0;
       }
     }
   }
-  // the margin is needed: without it, other orders exceed the dimension-order sum
+  // the margin is needed: without it, other orders exceed the dimension-order
+  // sum; and its absolute slack too, where flushed and fused sums differ
   CHECK(above_unshrunk > 0);
+  CHECK(above_without_slack > 0);
 }
 
 TEST_CASE_TEMPLATE("bucket trees answer every query like brute force, D from 1 to 1000", Exec, KDFORGE_TEST_SPACES) {
