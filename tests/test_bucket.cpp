@@ -326,7 +326,10 @@ TEST_CASE_TEMPLATE("the team walk's margin bounds any order of summation by the 
       if (trial % 4 == 2) lo = tiny - 0.5, hi = tiny + 1.0;
       if (trial % 4 == 3) lo = edge - 1.0, hi = edge + 1.0;
       std::uniform_real_distribution<double> mag(lo, hi);
-      for (int d = 0; d < dim; ++d) t[std::size_t(d)] = T(std::exp2(mag(rng))) * (rng() % 2 ? T(1) : T(-1));
+      for (int d = 0; d < dim; ++d) {
+        T const size = T(std::exp2(mag(rng)));
+        t[std::size_t(d)] = rng() % 2 ? size : -size;
+      }
       for (int mode = 0; mode < 4; ++mode) {
         Arithmetic<T> const seq_arithmetic{(mode & 1) != 0, false};
         Arithmetic<T> const lane{(mode & 1) != 0, (mode & 2) != 0};

@@ -1,6 +1,7 @@
 // Builders: Wald 2022's left-balanced arithmetic and the paper's walkthrough;
 // every left-balanced builder gives the identical tree on every backend, in
-// every dimension, with both split policies; Wehr & Radkowski 2018's
+// every dimension, with both split policies; the automatic policy's limit;
+// Wehr & Radkowski 2018's
 // split-and-sort chunk arithmetic against the paper's formulas, its
 // segmented sorts against std::stable_sort, the whole builder against a
 // recursive reference on every backend, and its tuning table.
