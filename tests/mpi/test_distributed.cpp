@@ -560,8 +560,8 @@ TEST_CASE("distributed tree: each allocation failing on one rank makes every ran
 TEST_CASE("distributed tree: repeated calls reuse the tree's buffers, and release_scratch frees them") {
   // A call of the sizes of an earlier one allocates nothing but its
   // results' Views where they change size: the routes, exchanges and rows
-  // live in the tree between calls. Released, they are allocated again,
-  // and the answers never change.
+  // (closest point's too) live in the tree between calls. Released, they
+  // are allocated again, and the answers never change.
   Exec exec;
   auto const points = my_points(Split::random, 900, 71);
   auto const ref = reference(points);
@@ -588,6 +588,12 @@ TEST_CASE("distributed tree: repeated calls reuse the tree's buffers, and releas
   CHECK(bytes_of(nn.global_indices) + bytes_of(nn.sq_distances) == first);
   kdforge::radius_count(exec, tree, dq, 0.1, counts);
   CHECK(all_ranks(allocations([&] { kdforge::radius_count(exec, tree, dq, 0.1, counts); }) == 0));
+  // closest point's own rows (copied into its result) are kept too
+  kdforge::DistributedClosestResult<MS, float, Tree::index_type> cp;
+  kdforge::closest_point(exec, tree, dq, cp);
+  std::string const closest_first = bytes_of(cp.global_indices) + bytes_of(cp.sq_distances);
+  CHECK(all_ranks(allocations([&] { kdforge::closest_point(exec, tree, dq, cp); }) == 0));
+  CHECK(bytes_of(cp.global_indices) + bytes_of(cp.sq_distances) == closest_first);
   // more queries: the buffers grow to fit both sizes; then the first
   // queries allocate only their results' four Views (their extents changed)
   knn(more);

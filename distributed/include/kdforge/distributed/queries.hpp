@@ -966,7 +966,7 @@ void closest_point(Exec const& exec, DistributedTree<MS, LocalTree> const& tree,
                    QueryOptions const& options = {}) {
   detail::Region region("kdforge::distributed::closest_point");
   tree.state().comm.call("closest_point", [&] {
-    DistributedKnnResult<MS, typename LocalTree::coordinate_type, typename LocalTree::index_type> rows;
+    auto& rows = tree.state().closest_rows; // kept between calls: rewritten in place when M is the same
     distributed::knn(exec, tree, queries, 1, rows, options, "closest_point");
     std::int64_t const m = std::int64_t(rows.ranks.extent(0));
     auto res = out; // written after the agreement, as in knn

@@ -76,6 +76,9 @@ struct State {
   bool has_ids = false;
   QueryWorkspace<MemorySpace> workspace;
   Scratch<MemorySpace> scratch; // the calls' buffers (scratch.hpp)
+  // closest point's M x 1 rows, which it copies into the caller's result:
+  // kept, so that repeated calls of one size allocate them once
+  DistributedKnnResult<MemorySpace, T, Index> closest_rows;
   DistributedStats stats;
   double build_local_s = 0, build_top_s = 0;
 };
@@ -137,14 +140,20 @@ public:
   DistributedStats const& last_stats() const { return m_state->stats; }
   /// Bytes this rank keeps between query calls: the buffers of the calls
   /// (routes, exchanges, rows; each grown to the largest call so far, so
-  /// that repeated calls allocate nothing but what their results need) and
-  /// the local queries' workspace.
-  std::size_t scratch_bytes() const { return m_state->scratch.bytes() + m_state->workspace.bytes(); }
+  /// that repeated calls allocate nothing but what their results need),
+  /// closest point's rows of its last call, and the local queries'
+  /// workspace.
+  std::size_t scratch_bytes() const {
+    auto const& c = m_state->closest_rows;
+    return m_state->scratch.bytes() + m_state->workspace.bytes() + bytes_of(c.ranks) + bytes_of(c.indices) +
+           bytes_of(c.global_indices) + bytes_of(c.sq_distances);
+  }
   /// Frees what scratch_bytes() counts on this rank (not collective); the
   /// next call allocates it again.
   void release_scratch() const {
     m_state->scratch.release();
     m_state->workspace.release();
+    m_state->closest_rows = {};
   }
   /// This rank's seconds for its local build and for the top (all-gathers).
   double build_local_seconds() const { return m_state->build_local_s; }
@@ -153,6 +162,10 @@ public:
   state_type& state() const { return *m_state; }
 
 private:
+  template <class V>
+  static std::size_t bytes_of(V const& v) {
+    return v.span() * sizeof(typename V::value_type);
+  }
   static std::int64_t sum(std::vector<std::int64_t> const& v) {
     std::int64_t s = 0;
     for (auto x : v) s += x;
