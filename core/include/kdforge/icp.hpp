@@ -422,7 +422,13 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   };
   if (exact) {
     Walk const walk = make_walk<Exec>(options.exact, "icp");
-    with_fixed_split<Exec>(tree, [&](auto const& t) {
+    // Each walk starts from the previous correspondence or, in the first
+    // iteration, from the cutoff: the node boxes cost more than they prune
+    // (kernels/query/launch.hpp, walk_tree_without_boxes; measured in
+    // docs/performance.md, ICP tracking). Without a cutoff the first
+    // iteration's walks are unbounded: the boxes stay.
+    Tree const walk_tree = std::isfinite(options.max_correspondence_distance) ? walk_tree_without_boxes<Exec>(tree) : tree;
+    with_fixed_split<Exec>(walk_tree, [&](auto const& t) {
       using TT = std::decay_t<decltype(t)>;
       run(t, reg::ExactNearest<TT, decltype(in.target)>{walk, in.target});
     });

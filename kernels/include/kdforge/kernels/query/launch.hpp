@@ -7,6 +7,7 @@
 #include <kdforge/kernels/query/walks/trail.hpp>
 #include <kdforge/kernels/trees/concept.hpp>
 #include <kdforge/kernels/trees/left_balanced_tree.hpp>
+#include <kdforge/kernels/trees/node_boxes.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -18,6 +19,29 @@ namespace kdforge::detail {
 template <class Exec>
 constexpr bool runs_on_gpu() {
   return !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+}
+
+/// `tree` with its node boxes left aside, for walks that gain nothing from
+/// them: radius searches (radius_walk_tree) and ICP's seeded closest point
+/// (kdforge::icp), whose bounds are fixed or start near the answer, so a
+/// box prunes little that the split planes do not, at the cost of loading
+/// it. Results do not change (boxes are lower bounds). GPUs keep the boxes
+/// of points whose box has no width in some dimension (an axis-aligned
+/// plane or line): their walks of trees without boxes test the split planes
+/// alone (see with_fixed_split), and there only the boxes prune a query off
+/// the points; CPU walks start from q's offsets to the points' box, which do.
+template <class Exec, class Tree>
+Tree walk_tree_without_boxes(Tree const& tree) {
+  if constexpr (kernels::has_node_boxes<Tree>) {
+    if (tree.node_boxes().empty()) return tree;
+    if constexpr (runs_on_gpu<Exec>())
+      if (kernels::flat_bounds(tree)) return tree;
+    Tree t = tree;
+    t.set_node_boxes({}, tree.box_fill());
+    return t;
+  } else {
+    return tree;
+  }
 }
 
 /// The policy of the per-query kernels (kNN, closest point, radius,

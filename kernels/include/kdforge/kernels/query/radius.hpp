@@ -51,32 +51,20 @@ struct SqRadii {
 template <class Tree>
 using SqRadiiFor = SqRadii<typename Tree::coordinate_type, typename Tree::memory_space>;
 
-/// The tree a radius walk runs on: `tree` with its node boxes left aside,
-/// unless the rows keep only their nearest neighbours (`nearest_only`,
-/// RadiusOptions::max_neighbors >= 0: a bound that shrinks, whose ties the
-/// boxes' smallest indices prune). A radius walk's bound is fixed, so a box
-/// prunes only a sub-tree whose cell reaches into the ball while its points
-/// do not; measured on an H200 and on 2 CPU cores (docs/performance.md,
-/// Geometry), loading and testing the boxes cost more than that saves on
-/// every distribution, uniform to LiDAR. Results do not change: boxes are
-/// lower bounds, and radius rows keep the plane order. GPUs keep the boxes
-/// of points whose box has no width in some dimension (an axis-aligned plane
-/// or line): their walks of trees without boxes test the split planes alone
-/// (see with_fixed_split), and there only the boxes prune a query off the
-/// points; CPU walks start from q's offsets to the points' box, which do.
+/// The tree a radius walk runs on: `tree` with its node boxes left aside
+/// (walk_tree_without_boxes), unless the rows keep only their nearest
+/// neighbours (`nearest_only`, RadiusOptions::max_neighbors >= 0: a bound
+/// that shrinks, whose ties the boxes' smallest indices prune). A radius
+/// walk's bound is fixed, so a box prunes only a sub-tree whose cell
+/// reaches into the ball while its points do not; measured on an H200 and
+/// on 2 CPU cores (docs/performance.md, Geometry), loading and testing the
+/// boxes cost more than that saves on every distribution, uniform to LiDAR.
+/// Results do not change: boxes are lower bounds, and radius rows keep the
+/// plane order.
 template <class Exec, class Tree>
 Tree radius_walk_tree(Tree const& tree, bool nearest_only) {
-  if constexpr (kernels::has_node_boxes<Tree>) {
-    if (nearest_only || tree.node_boxes().empty()) return tree;
-    if constexpr (runs_on_gpu<Exec>())
-      if (kernels::flat_bounds(tree)) return tree;
-    Tree t = tree;
-    t.set_node_boxes({}, tree.box_fill());
-    return t;
-  } else {
-    (void)nearest_only;
-    return tree;
-  }
+  if (nearest_only) return tree;
+  return walk_tree_without_boxes<Exec>(tree);
 }
 
 template <class Tree>
