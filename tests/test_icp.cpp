@@ -3,12 +3,14 @@
 // extent) recovered from noiseless and noisy clouds, point to point and point
 // to plane, exact and approximate search; the same transform on every
 // backend; a planar source reported degenerate (and a solid one not); too
-// few correspondences and empty clouds refused with a clear error. Fixed
-// seeds throughout.
+// few correspondences and empty clouds refused with a clear error;
+// track_frame's crop giving the whole scan's registration, and its
+// fallbacks to the whole scan. Fixed seeds throughout.
 #include "test_helpers.hpp"
 
 #include <kdforge/kdforge.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -594,4 +596,193 @@ TEST_CASE_TEMPLATE("ICP refuses a NaN or out-of-range source point and a NaN ini
   bad.translation[2] = std::numeric_limits<double>::quiet_NaN();
   CHECK_THROWS_WITH_AS(run_icp<Exec>(target, piston(300, 123, 0.0), IcpOptions{}, bad),
                        doctest::Contains("initial transform"), Error);
+}
+
+namespace {
+
+// A scan of a scene: the piston (12,000 points), a floor 2 cm below it
+// across 6 x 6 (40,000) and a box of clutter 2 away (8,000), shuffled so
+// that the kept points are scattered through the scan's order.
+std::vector<P> scene_scan(std::uint64_t seed) {
+  std::vector<P> scan = piston(12000, seed, 0.001);
+  std::mt19937_64 rng(seed + 1);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f), w(0.0f, 0.3f);
+  for (int i = 0; i < 40000; ++i) scan.push_back(P{{u(rng), u(rng), -0.02f}});
+  for (int i = 0; i < 8000; ++i) scan.push_back(P{{2.0f + w(rng), -2.0f + w(rng), w(rng)}});
+  std::shuffle(scan.begin(), scan.end(), rng);
+  return scan;
+}
+
+template <class Exec>
+IcpResult whole_scan_icp(std::vector<P> const& scan, std::vector<P> const& model, RigidTransform const& initial,
+                         TrackingOptions const& o) {
+  Exec exec;
+  auto const s = test::to_device<Exec>(scan, "scan");
+  auto const m = test::to_device<Exec>(model, "model");
+  if (o.tree == TrackingTree::split_sort) return icp(exec, build_split_sort(exec, s, o.split_sort), s, m, initial, o.icp);
+  return icp(exec, build_left_balanced(exec, s, o.left_balanced), s, m, initial, o.icp);
+}
+
+template <class Exec>
+TrackingResult tracked(std::vector<P> const& scan, std::vector<P> const& model, RigidTransform const& initial,
+                       TrackingOptions const& o) {
+  Exec exec;
+  return track_frame(exec, test::to_device<Exec>(scan, "scan"), test::to_device<Exec>(model, "model"), initial, o);
+}
+
+} // namespace
+
+TEST_CASE_TEMPLATE("track_frame: the cropped scan gives the whole scan's registration", Exec, KDFORGE_TEST_SPACES) {
+  auto const scan = scene_scan(131);
+  RigidTransform const truth = random_motion(5, 0.02, 132);
+  auto const model = moved_by(truth.inverse(), piston(3000, 133, 0.001));
+  for (TrackingTree tree : {TrackingTree::left_balanced, TrackingTree::split_sort}) {
+    for (int q : {0, 2}) {
+      TrackingOptions o;
+      o.tree = tree;
+      o.icp = options_for(IcpMethod::point_to_point);
+      o.icp.max_iterations = 40;
+      o.icp.max_correspondence_distance = 0.1;
+      if (q > 0) {
+        o.icp.search = IcpSearch::approximate;
+        o.icp.approximate.queue_capacity = q;
+      }
+      CAPTURE(int(tree));
+      CAPTURE(q);
+      auto const t = tracked<Exec>(scan, model, {}, o);
+      CHECK(t.cropped);
+      CHECK_FALSE(t.repeated);
+      // the piston, and the floor under it: far fewer than the scan's 60,000
+      CHECK(t.tree_points >= 12000);
+      CHECK(t.tree_points < 15000);
+      CHECK(errors(t.transform, truth).degrees < 0.5);
+      if (q == 0) { // the same correspondences as a tree over the whole scan
+        check_same(t, whole_scan_icp<Exec>(scan, model, {}, o));
+        o.crop = false;
+        auto const w = tracked<Exec>(scan, model, {}, o);
+        CHECK_FALSE(w.cropped);
+        CHECK(w.tree_points == std::int64_t(scan.size()));
+        check_same(t, w);
+      }
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("track_frame: a point moving beyond max_motion repeats the frame over the whole scan", Exec,
+                   KDFORGE_TEST_SPACES) {
+  auto const scan = scene_scan(141);
+  RigidTransform const truth = random_motion(5, 0.03, 142);
+  auto const model = moved_by(truth.inverse(), piston(3000, 143, 0.001));
+  TrackingOptions o;
+  o.icp = options_for(IcpMethod::point_to_point);
+  o.icp.max_iterations = 40;
+  o.icp.max_correspondence_distance = 0.1;
+  o.max_motion = 0.002; // the model moves about 2 cm
+  auto const t = tracked<Exec>(scan, model, {}, o);
+  CHECK(t.repeated);
+  CHECK_FALSE(t.cropped);
+  CHECK(t.tree_points == std::int64_t(scan.size()));
+  check_same(t, whole_scan_icp<Exec>(scan, model, {}, o));
+  // enough room: no repetition, the same result
+  o.max_motion = 0.05;
+  auto const c = tracked<Exec>(scan, model, {}, o);
+  CHECK(c.cropped);
+  CHECK_FALSE(c.repeated);
+  check_same(c, t);
+}
+
+TEST_CASE_TEMPLATE("track_frame: the whole scan where a crop cannot promise the same answer", Exec,
+                   KDFORGE_TEST_SPACES) {
+  auto scan = scene_scan(151);
+  RigidTransform const truth = random_motion(4, 0.02, 152);
+  auto const model = moved_by(truth.inverse(), piston(2000, 153, 0.001));
+  TrackingOptions o;
+  o.icp = options_for(IcpMethod::point_to_point);
+  o.icp.max_iterations = 30;
+  o.icp.max_correspondence_distance = 0.1;
+  SUBCASE("point to plane: normals estimated over the whole scan") {
+    o.icp.method = IcpMethod::point_to_plane;
+    auto const t = tracked<Exec>(scan, model, {}, o);
+    CHECK_FALSE(t.cropped);
+    check_same(t, whole_scan_icp<Exec>(scan, model, {}, o));
+  }
+  SUBCASE("no cutoff") {
+    o.icp.max_correspondence_distance = std::numeric_limits<double>::infinity();
+    auto const t = tracked<Exec>(scan, model, {}, o);
+    CHECK_FALSE(t.cropped);
+    check_same(t, whole_scan_icp<Exec>(scan, model, {}, o));
+  }
+  SUBCASE("a NaN scan point: refused as the builder refuses it, or dropped as the builder drops it") {
+    scan[777][2] = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THROWS_WITH_AS(tracked<Exec>(scan, model, {}, o), doctest::Contains("NaN"), Error);
+    o.left_balanced.non_finite = NonFinitePolicy::drop;
+    auto const t = tracked<Exec>(scan, model, {}, o);
+    CHECK(t.cropped);
+    o.crop = false;
+    check_same(t, tracked<Exec>(scan, model, {}, o));
+  }
+  SUBCASE("bad input: icp's errors") {
+    auto bad = model;
+    bad[37][1] = std::numeric_limits<float>::quiet_NaN();
+    CHECK_THROWS_WITH_AS(tracked<Exec>(scan, bad, {}, o), doctest::Contains("source point 37 has a NaN"), Error);
+    CHECK_THROWS_AS(tracked<Exec>(std::vector<P>{}, model, {}, o), Error);
+    CHECK_THROWS_WITH_AS(tracked<Exec>(scan, std::vector<P>{}, {}, o), doctest::Contains("source cloud is empty"),
+                         Error);
+    o.max_motion = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_WITH_AS(tracked<Exec>(scan, model, {}, o), doctest::Contains("max_motion"), Error);
+    // a model far from the scan: nothing kept, and icp's own error
+    o.max_motion = -1;
+    RigidTransform away;
+    away.translation[0] = 50;
+    CHECK_THROWS_WITH_AS(tracked<Exec>(scan, model, away, o), doctest::Contains("correspondence"), Error);
+  }
+}
+
+TEST_CASE_TEMPLATE("track_frame with a workspace kept across frames", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  using MS = typename Exec::memory_space;
+  TrackingWorkspace<MS> ws;
+  auto const piece = piston(2000, 161, 0.001);
+  TrackingOptions o;
+  o.icp.max_correspondence_distance = 0.1;
+  o.icp.max_iterations = 20;
+  RigidTransform pose;
+  for (int f = 0; f < 3; ++f) { // scans of growing and shrinking sizes; the model follows a moving object
+    RigidTransform const truth = random_motion(2.0 * (f + 1), 0.005 * (f + 1), 162);
+    auto scan = moved_by(truth, scene_scan(163 + std::uint64_t(f)));
+    scan.resize(scan.size() - std::size_t(f == 1 ? 20000 : 0));
+    auto const s = test::to_device<Exec>(scan, "scan");
+    auto const m = test::to_device<Exec>(piece, "model");
+    auto const a = track_frame(exec, s, m, pose, o, ws);
+    auto const b = track_frame(exec, s, m, pose, o);
+    CAPTURE(f);
+    CHECK(a.cropped);
+    check_same(a, b);
+    CHECK(ws.bytes() > 0);
+    pose = a.transform;
+  }
+  ws.release();
+  CHECK(ws.bytes() == 0);
+}
+
+TEST_CASE_TEMPLATE("track_frame keeps every scan point within the cutoff of the region", Exec, KDFORGE_TEST_SPACES) {
+  // Four model points at the corners of the region (max_motion 0: the
+  // model's box), each with its only scan point just within the cutoff
+  // outside that box; one scan point inside the box, far from all four;
+  // clutter far away. A crop short of the cutoff loses the four pairs.
+  double const r = 0.1;
+  std::vector<P> const model = {P{{0, 0, 0}}, P{{1, 0, 0}}, P{{0, 1, 0}}, P{{0, 0, 1}}};
+  float const in = float(r * (1 - 1e-6));
+  std::vector<P> scan = {P{{-in, 0, 0}}, P{{1 + in, 0, 0}}, P{{0, 1 + in, 0}}, P{{0, 0, 1 + in}},
+                         P{{0.5f, 0.5f, 0.5f}}};
+  for (int i = 0; i < 1000; ++i) scan.push_back(P{{5.0f + 0.001f * float(i), 5.0f, 5.0f}});
+  TrackingOptions o;
+  o.icp.max_correspondence_distance = r;
+  o.icp.max_iterations = 0; // the correspondences at the initial pose
+  o.max_motion = 0;
+  auto const t = tracked<Exec>(scan, model, {}, o);
+  CHECK(t.cropped);
+  CHECK(t.tree_points == 5);
+  CHECK(t.correspondences == 4);
+  check_same(t, whole_scan_icp<Exec>(scan, model, {}, o));
 }

@@ -10,10 +10,13 @@
 // neighbour and the tracking error against Q, the paper's Table III
 // question. Open3D's and PCL's ICP on the same frames where this build has
 // them; with --host-loop, kdforge's reference loop (one host round trip per
-// iteration) beside the device loop.
+// iteration) beside the device loop. With --track, kdforge::track_frame
+// too: the tree built over the scan points the model can reach (and the
+// baselines given the same cropped scans).
 //
 //   kdforge-icp-bench --frames 30 --queues 1,2,4,8,16,32 --open3d --pcl
 //   kdforge-icp-bench --frames 30 --builder split_sort,left_balanced --host-loop
+//   kdforge-icp-bench --frames 30 --builder left_balanced --queues 2 --track --open3d
 //   kdforge-icp-bench --target scan.ply --source model.ply --max-distance 0.05   # your own clouds
 #include "baselines.hpp"
 #include "bench/pointset.hpp"
@@ -151,16 +154,38 @@ double recall(Exec const& exec, Cloud const& scan, Tree const& tree,
   return he.extent(0) ? double(hit) / double(he.extent(0)) : 1.0;
 }
 
+// The scan points inside the box of the model at `initial` grown by
+// `grow`: track_frame's crop (kernels/registration/crop.hpp) on the host,
+// for the baselines.
+std::vector<float> cropped_scan(std::vector<float> const& scan, std::vector<float> const& model,
+                                RigidTransform const& initial, double grow) {
+  double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
+  for (std::size_t i = 0; i < model.size() / 3; ++i) {
+    double const p[3] = {model[3 * i], model[3 * i + 1], model[3 * i + 2]};
+    double w[3];
+    initial.apply(p, w);
+    for (int d = 0; d < 3; ++d) lo[d] = std::min(lo[d], w[d]), hi[d] = std::max(hi[d], w[d]);
+  }
+  std::vector<float> out;
+  for (std::size_t i = 0; i < scan.size() / 3; ++i) {
+    bool in = true;
+    for (int d = 0; d < 3; ++d) in = in && scan[3 * i + d] >= lo[d] - grow && scan[3 * i + d] <= hi[d] + grow;
+    if (in) out.insert(out.end(), scan.begin() + std::ptrdiff_t(3 * i), scan.begin() + std::ptrdiff_t(3 * i + 3));
+  }
+  return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kdforge-icp-bench: ICP object tracking on simulated range-camera scans (Wehr & Radkowski 2018)"};
   int frames = 30, iterations = 30, model_points = 20000;
   std::string resolution = "640x480", method = "point", write_dir, target_file, source_file;
+  std::string node_boxes = "auto", walk = "auto";
   std::vector<std::string> builders{"split_sort"};
   double max_distance = 0.02, relative_rmse = 0, scale = 2.0, step_mm = 4.0, step_deg = 1.0;
   std::vector<int> queues;
-  bool open3d = false, pcl = false, no_noise = false, host_loop = false;
+  bool open3d = false, pcl = false, no_noise = false, host_loop = false, track = false;
   double expect_mm = 0;
   std::uint64_t seed = 1;
   app.add_option("--frames", frames, "frames of the sequence")->check(CLI::PositiveNumber);
@@ -174,6 +199,10 @@ int main(int argc, char** argv) {
                  "stop when the RMSE changes by less than this fraction (0: always --iterations)");
   app.add_option("--max-distance", max_distance, "correspondence rejection distance (m)");
   app.add_option("--method", method, "point (point to point) or plane (point to plane; kdforge only)");
+  app.add_option("--node-boxes", node_boxes, "kdforge's trees: boxes of the inner nodes' sub-trees")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  app.add_option("--walk", walk, "kdforge's exact search: the walk")
+      ->check(CLI::IsMember({"auto", "stack", "stack_free", "trail"}));
   app.add_option("--builder", builders,
                  "the scan's tree, one run each: split_sort (Wehr & Radkowski, the paper's) and/or left_balanced "
                  "(the default builder of build_left_balanced), e.g. split_sort,left_balanced")
@@ -182,6 +211,9 @@ int main(int argc, char** argv) {
   app.add_flag("--host-loop", host_loop,
                "also run kdforge's reference loop (closest point per iteration, the solve on the host: one round trip "
                "per iteration) beside the device loop");
+  app.add_flag("--track", track,
+               "also kdforge::track_frame: the tree over the scan points the model can reach (max motion = "
+               "--max-distance), and the baselines on the same cropped scans");
   app.add_option("--queues", queues, "approximate search: queue capacities Q to run, e.g. 1,2,4,8,16,32")->delimiter(',');
   app.add_flag("--open3d", open3d, "run Open3D's registration_icp on the same frames (where built with it)");
   app.add_flag("--pcl", pcl, "run PCL's IterativeClosestPoint on the same frames (where built with it)");
@@ -198,6 +230,15 @@ int main(int argc, char** argv) {
   Exec exec;
   kdforge::IcpOptions opt;
   opt.method = method == "plane" ? kdforge::IcpMethod::point_to_plane : kdforge::IcpMethod::point_to_point;
+  opt.exact.traversal = walk == "stack"        ? kdforge::Traversal::stack
+                        : walk == "stack_free" ? kdforge::Traversal::stack_free
+                        : walk == "trail"      ? kdforge::Traversal::trail
+                                               : kdforge::Traversal::automatic;
+  kdforge::BuildOptions lb;
+  kdforge::SplitSortOptions ss;
+  lb.node_boxes = ss.node_boxes = node_boxes == "always" ? kdforge::NodeBoxPolicy::always
+                                  : node_boxes == "never" ? kdforge::NodeBoxPolicy::never
+                                                          : kdforge::NodeBoxPolicy::automatic;
   opt.max_iterations = iterations;
   opt.max_correspondence_distance = max_distance;
   opt.relative_rmse = relative_rmse;
@@ -211,8 +252,8 @@ int main(int argc, char** argv) {
       auto const td = upload(t, "target"), sd = upload(s, "source");
       auto const t0 = std::chrono::steady_clock::now();
       auto const r = builders.front() == "left_balanced"
-                         ? kdforge::icp(exec, kdforge::build_left_balanced(exec, td), td, sd, {}, opt)
-                         : kdforge::icp(exec, kdforge::build_split_sort(exec, td), td, sd, {}, opt);
+                         ? kdforge::icp(exec, kdforge::build_left_balanced(exec, td, lb), td, sd, {}, opt)
+                         : kdforge::icp(exec, kdforge::build_split_sort(exec, td, ss), td, sd, {}, opt);
       Kokkos::fence();
       double const sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::printf("target %zu points, source %zu points: %.2f ms, %d iterations, %s, rmse %.6g, fitness %.4f%s\n",
@@ -281,12 +322,13 @@ int main(int argc, char** argv) {
     std::vector<int> qs = {0};
     qs.insert(qs.end(), queues.begin(), queues.end());
     for (std::string const& builder : builders) {
-      for (int loop = 0; loop < (host_loop ? 2 : 1); ++loop) {
+      for (int loop = 0; loop < (host_loop ? 2 : 1) + (track ? 1 : 0); ++loop) {
+        bool const tracking = track && loop == (host_loop ? 2 : 1);
         for (int q : qs) {
           kdforge::IcpOptions o = opt;
           Summary sum;
           std::string const tree_name = builder == "left_balanced" ? "left-balanced" : "split-and-sort";
-          std::string const loop_name = loop ? ", host loop" : "";
+          std::string const loop_name = tracking ? ", track_frame" : loop ? ", host loop" : "";
           if (q > 0) {
             o.search = kdforge::IcpSearch::approximate;
             o.approximate.queue_capacity = q;
@@ -296,6 +338,15 @@ int main(int argc, char** argv) {
             sum.method = "kdforge exact, " + tree_name + loop_name;
           }
           kdforge::IcpWorkspace<Exec::memory_space> workspace; // kept across the frames, as a tracker would
+          kdforge::TrackingWorkspace<Exec::memory_space> tracking_workspace;
+          if (tracking) sum.recall = -1; // recall is of the whole scan's tree: the rows above
+          kdforge::TrackingOptions to;
+          to.icp = o;
+          to.tree = builder == "left_balanced" ? kdforge::TrackingTree::left_balanced : kdforge::TrackingTree::split_sort;
+          to.left_balanced = lb;
+          to.split_sort = ss;
+          double kept = 0;
+          int repeated = 0, whole = 0;
           for (int f = -1; f < frames; ++f) { // frame -1: frame 0 once, untimed (first-touch, allocations)
             Frame const& fr = seq[std::max(f, 0)];
             auto const scan = upload(fr.scan, "scan");
@@ -313,10 +364,25 @@ int main(int argc, char** argv) {
               sum.add(sec, built, r.iterations, r.rmse, pose_error(r.transform, fr.truth, fr.model));
               if (q > 0) sum.recall += recall(exec, scan, tree, fr.model, fr.truth, q) / frames;
             };
-            if (builder == "left_balanced") track(kdforge::build_left_balanced(exec, scan));
-            else track(kdforge::build_split_sort(exec, scan));
+            if (tracking) { // the build inside the call: the frame's time only
+              auto const r = kdforge::track_frame(exec, scan, src, fr.initial, to, tracking_workspace);
+              Kokkos::fence();
+              double const sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+              if (f < 0) continue;
+              sum.add(sec, -0.001, r.iterations, r.rmse, pose_error(r.transform, fr.truth, fr.model));
+              kept += double(r.tree_points) / frames;
+              repeated += r.repeated;
+              whole += !r.cropped;
+              continue;
+            }
+            if (builder == "left_balanced") track(kdforge::build_left_balanced(exec, scan, lb));
+            else track(kdforge::build_split_sort(exec, scan, ss));
           }
           sum.print();
+          if (tracking)
+            std::printf("  (track_frame: %.0f scan points in the tree on average; %d frames repeated over the whole "
+                        "scan, %d registered over it)\n",
+                        kept, repeated, whole);
           if (expect_mm > 0 && sum.worst_rms_mm > expect_mm) {
             std::printf("TRACKING LOST: %s moved the model points by %.3f mm RMS in a frame (--expect-mm %g)\n",
                         sum.method.c_str(), sum.worst_rms_mm, expect_mm);
@@ -335,14 +401,15 @@ int main(int argc, char** argv) {
     crit.max_iterations = iterations;
     crit.max_distance = max_distance;
     crit.relative_rmse = relative_rmse;
-    for (auto& b : baselines) {
+    for (int crop = 0; crop < (track ? 2 : 1); ++crop) for (auto& b : baselines) {
       if (opt.method == kdforge::IcpMethod::point_to_plane) break;
       Summary sum;
-      sum.method = b->name();
+      sum.method = b->name() + (crop ? ", cropped scan" : "");
       sum.iterations = -1;
       for (int f = -1; f < frames; ++f) {
         Frame const& fr = seq[std::max(f, 0)];
-        b->prepare(fr.scan, fr.model);
+        // track_frame's crop: max motion = the cutoff, and the cutoff
+        b->prepare(crop ? cropped_scan(fr.scan, fr.model, fr.initial, 2 * max_distance) : fr.scan, fr.model);
         auto const r = b->register_frame(fr.initial, crit);
         if (f < 0) continue;
         sum.add(r.seconds, -0.001, 0, r.rmse, pose_error(r.transform, fr.truth, fr.model));

@@ -313,11 +313,15 @@ void grow(Kokkos::View<char*, MS>& bytes, std::size_t n, char const* label, bool
 }
 
 /// The device loop (kernels/registration/icp_loop.hpp): setup, one kernel
-/// per iteration, the measuring pass, one read of the results.
+/// per iteration, the measuring pass, one read of the results. With a
+/// `region` (track_frame), the tree answers moved source points inside it
+/// only: `*left_region` says whether one left it, and then the result does
+/// not hold (the loop stopped there).
 template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
 IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& target_in, SourcePoints const& source_in,
                    RigidTransform const& initial, IcpOptions const& options, Normals const* given_normals,
-                   IcpWorkspace<typename Exec::memory_space>& ws) {
+                   IcpWorkspace<typename Exec::memory_space>& ws,
+                   Box<typename Tree::coordinate_type, 3> const* region = nullptr, bool* left_region = nullptr) {
   namespace reg = kernels::registration;
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
@@ -405,7 +409,9 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
       Kokkos::View<typename F::value_type, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
           reinterpret_cast<typename F::value_type*>(sums_at));
       IndexView const ord = sorted ? order : IndexView();
-      F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false};
+      F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false,
+          region != nullptr, region ? *region : Box<T, 3>::empty()};
+      static_assert(sizeof(F) < 512, "the iteration's functor must stay a kernel argument (see above)");
       for (int it = 0; it < iterations; ++it) {
         f.iteration = it;
         Kokkos::parallel_reduce("kdforge::icp::iteration", policy, f, out);
@@ -453,6 +459,8 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   exec.fence();
   reg::LoopState const& st = *reinterpret_cast<reg::LoopState const*>(ws.host_state.data());
   double const* const rmse_history = reinterpret_cast<double const*>(ws.host_state.data() + state_bytes + sums_bytes);
+  if (left_region) *left_region = st.left_region != 0;
+  if (st.left_region && st.first_bad < 0) return {};
   if (st.first_bad >= 0) {
     auto const p = point_on_host(exec, in.source, st.first_bad);
     fail("icp", "source point ", st.first_bad, " has ", unusable_coordinates(p.coords, 3),

@@ -19,6 +19,7 @@
 #include <kdforge/build_vvh_tree.hpp>
 #include <kdforge/closest_point.hpp>
 #include <kdforge/icp.hpp>
+#include <kdforge/icp_tracking.hpp>
 #include <kdforge/knn.hpp>
 #include <kdforge/knn_approximate.hpp>
 #include <kdforge/knn_brute_force.hpp>

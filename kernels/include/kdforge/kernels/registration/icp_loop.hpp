@@ -26,6 +26,13 @@
 // point (the nearest by squared distance, ties to the smaller index, is
 // unique). Sums are reduced in the processing order: another order than
 // the reference loop's, the same to rounding.
+//
+// A region (track_frame in core/include/kdforge/icp_tracking.hpp): the tree
+// then holds only the target points near where the source starts, and is
+// exact for a moved point inside `region` alone (there every target point
+// within the cutoff is in the tree). A moved point outside it sets
+// LoopState::left_region, and the loop stops: the caller repeats the
+// registration over the whole target.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/registration.hpp>
 #include <kdforge/base/types.hpp>
@@ -58,6 +65,7 @@ struct LoopState {
   int failed_iteration;  ///< ... at this iteration ...
   std::int64_t failed_count; ///< ... this many
   std::int64_t first_bad;    ///< the first source point with a NaN, infinite or out-of-range coordinate, or -1
+  int left_region;           ///< a moved source point left IcpIteration::region: the results do not hold
   // at the final transform (the measuring pass)
   double rmse;
   std::int64_t count;
@@ -121,6 +129,7 @@ struct IcpSetup {
     st.scale = 1;
     st.previous_rmse = -1;
     st.iterations = st.history = st.done = st.converged = st.failed = st.failed_iteration = 0;
+    st.left_region = 0;
     st.failed_count = 0;
     st.first_bad = s.first_bad;
     if (s.first_bad >= 0) st.done = 1;
@@ -229,6 +238,8 @@ struct IcpIteration {
   LoopCriteria criteria;
   int iteration;
   bool measure;
+  bool check_region;  ///< the tree holds the target points that can answer a moved point inside `region` only
+  Box<T, 3> region;
 
   KOKKOS_INLINE_FUNCTION void init(value_type& s) const {
     for (int u = 0; u < N; ++u) s.v[u] = 0;
@@ -242,7 +253,12 @@ struct IcpIteration {
   }
 #endif
   KOKKOS_INLINE_FUNCTION bool skip(LoopState const& st) const {
-    return measure ? (st.failed || st.first_bad >= 0) : st.done != 0;
+    return measure ? (st.failed || st.first_bad >= 0 || st.left_region) : st.done != 0;
+  }
+  KOKKOS_INLINE_FUNCTION bool in_region(Point<T, 3> const& q) const {
+    bool in = true;
+    for (int d = 0; d < 3; ++d) in = in && q[d] >= region.lo[d] && q[d] <= region.hi[d];
+    return in;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, value_type& acc) const {
@@ -250,6 +266,10 @@ struct IcpIteration {
     if (skip(st)) return;
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     Point<T, 3> const q = moved_point<T>(device_transform<double>(st.x), source(qi));
+    if (check_region && !in_region(q)) {
+      Kokkos::atomic_fetch_or(&state().left_region, 1);
+      return;
+    }
     Index const seed = previous.extent(0) ? previous(qi) : Index(-1);
     auto const nb = nearest(tree, q, sq_cutoff, i, seed);
     Index const j = nb.index == empty_slot_index<Index>() ? Index(-1) : nb.index;
@@ -275,6 +295,10 @@ struct IcpIteration {
   KOKKOS_INLINE_FUNCTION void final(value_type& s) const {
     LoopState& st = state();
     if (skip(st)) return;
+    if (st.left_region) { // the results do not hold: the caller starts again
+      st.done = 1;
+      return;
+    }
     Step const step = solve(s, st, measure);
     if (step.count < 3) { // fewer than 3 correspondences: the host reports it
       st.failed = 1;
