@@ -8,6 +8,17 @@
 #include <cstdint>
 #include <type_traits>
 
+// Full unrolling of short compile-time loops on every compiler: g++ ignores
+// "#pragma unroll" and kept the bucket scan's loops rolled, whose varying
+// trip counts (1, 2, 4 nodes per level) cost ~15 mispredicted branches per
+// kNN query on CPUs (cachegrind). nvcc (both passes), hipcc and clang know
+// "unroll" (nvcc warns on the GCC form).
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__clang__) || !defined(__GNUC__)
+#define KDFORGE_UNROLL _Pragma("unroll")
+#else
+#define KDFORGE_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 namespace kdforge::backend {
 
 /// True while a GPU compiler compiles device code (nvcc's or hipcc's device

@@ -21,7 +21,13 @@
 // point to plane) is one parallel_reduce over the correspondences, in
 // double, about a reference point near the clouds (no cancellation at large
 // coordinate offsets); the 4x4/3x3/6x6 eigen-solves are cyclic Jacobi in
-// double, written once for the host and the device.
+// double, written once for the host and the device, except Horn's
+// quaternion in the iterations, which comes first from Theobald's QCP
+// (2005: Newton's method on the 4x4 matrix's characteristic polynomial,
+// then a column of the adjugate; horn_quaternion): one GPU thread runs each
+// iteration's solve, and the Jacobi sweeps took ~15,000 dependent
+// instructions there, about as long as the iteration's walks. Jacobi stays
+// where the largest eigenvalue is not well separated.
 // Degeneracy is reported from the singular values (point to point) or the
 // eigenvalues of the normal equations (point to plane), and the 6x6 system
 // is solved by a pseudo-inverse, so an unconstrained direction gets no
@@ -246,56 +252,178 @@ KOKKOS_INLINE_FUNCTION double radius_of(double const v[5]) {
 
 // ---- the small symmetric eigenproblems (host and device) ----
 
+/// One Jacobi rotation of the cyclic sweep, zeroing a[p][q]: a = J^T a J,
+/// v = v J. The indices are template arguments so that, with the loops over
+/// k unrolled, the matrices stay in registers on GPUs: a run-time index
+/// puts an array in local memory, and the solve, which one thread runs in
+/// each iteration's final step (icp_loop.hpp), then took ~50 us.
+template <int n, int p, int q>
+KOKKOS_FORCEINLINE_FUNCTION void jacobi_rotation(double (&a)[n][n], double (&v)[n][n]) {
+  if (a[p][q] == 0) return;
+  double const theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
+  double const t = (theta >= 0 ? 1.0 : -1.0) / (::fabs(theta) + ::sqrt(theta * theta + 1));
+  double const c = 1 / ::sqrt(t * t + 1), s = t * c;
+  KDFORGE_UNROLL
+  for (int k = 0; k < n; ++k) { // a = a J, v = v J
+    double const ap = a[k][p], aq = a[k][q];
+    a[k][p] = c * ap - s * aq;
+    a[k][q] = s * ap + c * aq;
+    double const vp = v[k][p], vq = v[k][q];
+    v[k][p] = c * vp - s * vq;
+    v[k][q] = s * vp + c * vq;
+  }
+  KDFORGE_UNROLL
+  for (int k = 0; k < n; ++k) { // a = J^T a
+    double const ap = a[p][k], aq = a[q][k];
+    a[p][k] = c * ap - s * aq;
+    a[q][k] = s * ap + c * aq;
+  }
+}
+
+/// The rotations of one cyclic sweep, (p, q) in row order from (p, q).
+template <int n, int p, int q>
+KOKKOS_FORCEINLINE_FUNCTION void jacobi_sweep(double (&a)[n][n], double (&v)[n][n]) {
+  if constexpr (p < n - 1) {
+    if constexpr (q < n) {
+      jacobi_rotation<n, p, q>(a, v);
+      jacobi_sweep<n, p, q + 1>(a, v);
+    } else {
+      jacobi_sweep<n, p + 1, p + 2>(a, v);
+    }
+  }
+}
+
 /// Eigen-decomposition of the symmetric n x n matrix a (n <= 6, destroyed) by
 /// cyclic Jacobi rotations: eigenvalues in w, eigenvectors as the columns of
-/// v, sorted by descending eigenvalue.
+/// v, sorted by descending eigenvalue. Every index is known at compile time
+/// (see jacobi_rotation).
 template <int n>
-KOKKOS_INLINE_FUNCTION void symmetric_eigen(double a[n][n], double w[n], double v[n][n]) {
-  for (int i = 0; i < n; ++i)
+KOKKOS_INLINE_FUNCTION void symmetric_eigen(double (&a)[n][n], double (&w)[n], double (&v)[n][n]) {
+  KDFORGE_UNROLL
+  for (int i = 0; i < n; ++i) {
+    KDFORGE_UNROLL
     for (int j = 0; j < n; ++j) v[i][j] = i == j ? 1.0 : 0.0;
+  }
   for (int sweep = 0; sweep < 60; ++sweep) {
     double off = 0, diag = 0;
+    KDFORGE_UNROLL
     for (int p = 0; p < n; ++p) {
       diag += a[p][p] * a[p][p];
+      KDFORGE_UNROLL
       for (int q = p + 1; q < n; ++q) off += a[p][q] * a[p][q];
     }
     if (off <= 1e-30 * diag || off == 0) break;
-    for (int p = 0; p < n; ++p)
-      for (int q = p + 1; q < n; ++q) {
-        if (a[p][q] == 0) continue;
-        double const theta = (a[q][q] - a[p][p]) / (2 * a[p][q]);
-        double const t = (theta >= 0 ? 1.0 : -1.0) / (::fabs(theta) + ::sqrt(theta * theta + 1));
-        double const c = 1 / ::sqrt(t * t + 1), s = t * c;
-        for (int k = 0; k < n; ++k) { // a = a J, v = v J
-          double const ap = a[k][p], aq = a[k][q];
-          a[k][p] = c * ap - s * aq;
-          a[k][q] = s * ap + c * aq;
-          double const vp = v[k][p], vq = v[k][q];
-          v[k][p] = c * vp - s * vq;
-          v[k][q] = s * vp + c * vq;
-        }
-        for (int k = 0; k < n; ++k) { // a = J^T a
-          double const ap = a[p][k], aq = a[q][k];
-          a[p][k] = c * ap - s * aq;
-          a[q][k] = s * ap + c * aq;
-        }
-      }
+    jacobi_sweep<n, 0, 1>(a, v);
   }
+  KDFORGE_UNROLL
   for (int i = 0; i < n; ++i) w[i] = a[i][i];
-  for (int i = 0; i < n; ++i) { // selection sort, descending
-    int m = i;
-    for (int j = i + 1; j < n; ++j)
-      if (w[j] > w[m]) m = j;
-    if (m == i) continue;
-    double const tw = w[i];
-    w[i] = w[m];
-    w[m] = tw;
-    for (int k = 0; k < n; ++k) {
-      double const tv = v[k][i];
-      v[k][i] = v[k][m];
-      v[k][m] = tv;
+  // descending: every pair (i, j > i) exchanged when out of order, so that
+  // no index depends on the values
+  KDFORGE_UNROLL
+  for (int i = 0; i < n; ++i) {
+    KDFORGE_UNROLL
+    for (int j = i + 1; j < n; ++j) {
+      bool const swap = w[j] > w[i];
+      double const wi = w[i], wj = w[j];
+      w[i] = swap ? wj : wi;
+      w[j] = swap ? wi : wj;
+      KDFORGE_UNROLL
+      for (int k = 0; k < n; ++k) {
+        double const vi = v[k][i], vj = v[k][j];
+        v[k][i] = swap ? vj : vi;
+        v[k][j] = swap ? vi : vj;
+      }
     }
   }
+}
+
+/// The cofactor (r, c) of the 4x4 matrix m.
+template <int r, int c>
+KOKKOS_FORCEINLINE_FUNCTION double cofactor4(double const (&m)[4][4]) {
+  constexpr int r0 = r == 0 ? 1 : 0, r1 = r <= 1 ? 2 : 1, r2 = r <= 2 ? 3 : 2;
+  constexpr int c0 = c == 0 ? 1 : 0, c1 = c <= 1 ? 2 : 1, c2 = c <= 2 ? 3 : 2;
+  double const d = m[r0][c0] * (m[r1][c1] * m[r2][c2] - m[r1][c2] * m[r2][c1]) -
+                   m[r0][c1] * (m[r1][c0] * m[r2][c2] - m[r1][c2] * m[r2][c0]) +
+                   m[r0][c2] * (m[r1][c0] * m[r2][c1] - m[r1][c1] * m[r2][c0]);
+  return (r + c) % 2 ? -d : d;
+}
+
+/// Row r of the cofactors of m (of a symmetric m: column r of its adjugate).
+template <int r>
+KOKKOS_FORCEINLINE_FUNCTION void cofactor_row4(double const (&m)[4][4], double (&out)[4]) {
+  out[0] = cofactor4<r, 0>(m);
+  out[1] = cofactor4<r, 1>(m);
+  out[2] = cofactor4<r, 2>(m);
+  out[3] = cofactor4<r, 3>(m);
+}
+
+/// The unit eigenvector of the largest eigenvalue of Horn's symmetric,
+/// traceless 4x4 matrix N, by Theobald's QCP (Acta Cryst. A61, 2005): the
+/// characteristic polynomial p(l) = l^4 - tr(N^2)/2 l^2 - tr(N^3)/3 l +
+/// det N, Newton's method from sqrt(tr(N^2)) (no eigenvalue lies above it;
+/// from above the largest root the iterates fall monotonically to it), and
+/// the largest column of adj(N - l I), which is a multiple of the
+/// eigenvector when l is a simple eigenvalue. Its error grows as p'(l) (the
+/// product of the other eigenvalues' distances to l) falls: false, q
+/// untouched, where p'(l) is below 1e-6 tr(N^2)^(3/2) (the largest
+/// eigenvalue (nearly) multiple, as for a source on a line), and the caller
+/// uses Jacobi. Above it the quaternion agrees with Jacobi's to ~1e-10.
+KOKKOS_INLINE_FUNCTION bool horn_quaternion(double const (&N)[4][4], double (&q)[4]) {
+  double n2[4][4];
+  KDFORGE_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    KDFORGE_UNROLL
+    for (int j = 0; j < 4; ++j) n2[i][j] = N[i][0] * N[0][j] + N[i][1] * N[1][j] + N[i][2] * N[2][j] + N[i][3] * N[3][j];
+  }
+  double tr2 = 0, tr3 = 0;
+  KDFORGE_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    tr2 += n2[i][i];
+    KDFORGE_UNROLL
+    for (int j = 0; j < 4; ++j) tr3 += n2[i][j] * N[j][i];
+  }
+  double const det = N[0][0] * cofactor4<0, 0>(N) + N[0][1] * cofactor4<0, 1>(N) + N[0][2] * cofactor4<0, 2>(N) +
+                     N[0][3] * cofactor4<0, 3>(N);
+  double const c2 = -0.5 * tr2, c1 = -tr3 / 3, c0 = det;
+  if (!(tr2 > 0) || !(tr2 <= DBL_MAX)) return false;
+  double l = ::sqrt(tr2);
+  for (int it = 0; it < 100; ++it) {
+    double const l2 = l * l;
+    double const p = (l2 + c2) * l2 + c1 * l + c0;
+    double const dp = (4 * l2 + 2 * c2) * l + c1;
+    if (!(dp > 0)) break;
+    double const next = l - p / dp;
+    if (!(next < l)) break; // rounding: no more progress
+    l = next;
+  }
+  double const dp = (4 * l * l + 2 * c2) * l + c1;
+  if (!(dp > 1e-6 * tr2 * ::sqrt(tr2))) return false;
+  double m[4][4];
+  KDFORGE_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    KDFORGE_UNROLL
+    for (int j = 0; j < 4; ++j) m[i][j] = i == j ? N[i][j] - l : N[i][j];
+  }
+  double a[4][4];
+  cofactor_row4<0>(m, a[0]);
+  cofactor_row4<1>(m, a[1]);
+  cofactor_row4<2>(m, a[2]);
+  cofactor_row4<3>(m, a[3]);
+  double best[4] = {a[0][0], a[0][1], a[0][2], a[0][3]};
+  double best_norm = best[0] * best[0] + best[1] * best[1] + best[2] * best[2] + best[3] * best[3];
+  KDFORGE_UNROLL
+  for (int r = 1; r < 4; ++r) {
+    double const norm = a[r][0] * a[r][0] + a[r][1] * a[r][1] + a[r][2] * a[r][2] + a[r][3] * a[r][3];
+    bool const take = norm > best_norm;
+    best_norm = take ? norm : best_norm;
+    KDFORGE_UNROLL
+    for (int u = 0; u < 4; ++u) best[u] = take ? a[r][u] : best[u];
+  }
+  if (!(best_norm > 0) || !(best_norm <= DBL_MAX)) return false;
+  double const inv = 1 / ::sqrt(best_norm);
+  KDFORGE_UNROLL
+  for (int u = 0; u < 4; ++u) q[u] = best[u] * inv;
+  return true;
 }
 
 /// The rotation of a unit quaternion (w, x, y, z).
@@ -348,11 +476,16 @@ KOKKOS_INLINE_FUNCTION Step solve_point_to_point(Sums<point_sums> const& s, doub
                     {Syz - Szy, Sxx - Syy - Szz, Sxy + Syx, Szx + Sxz},
                     {Szx - Sxz, Sxy + Syx, -Sxx + Syy - Szz, Syz + Szy},
                     {Sxy - Syx, Szx + Sxz, Syz + Szy, -Sxx - Syy + Szz}};
-  double w4[4], v4[4][4];
-  symmetric_eigen<4>(N, w4, v4);
-  double q[4] = {v4[0][0], v4[1][0], v4[2][0], v4[3][0]};
-  double const ql = ::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-  for (int u = 0; u < 4; ++u) q[u] /= ql;
+  double q[4];
+  if (!horn_quaternion(N, q)) {
+    double w4[4], v4[4][4];
+    symmetric_eigen<4>(N, w4, v4);
+    KDFORGE_UNROLL
+    for (int u = 0; u < 4; ++u) q[u] = v4[u][0];
+    double const ql = ::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    KDFORGE_UNROLL
+    for (int u = 0; u < 4; ++u) q[u] /= ql;
+  }
   double r[3][3];
   quaternion_rotation(q, r);
   // x -> r (x - c) + c + (mb - r ma): absolute translation c + mb - r (ma + c)
