@@ -1,6 +1,7 @@
 // Compiled (not run) with tests/cuda_compile_check.cpp, in a translation
 // unit of its own so that nvcc compiles the two side by side: ICP (both
-// metrics, exact and approximate correspondences, normals) and the VVH
+// metrics, exact and approximate correspondences, normals, both trees,
+// track_frame) and the VVH
 // trees' range-histogram kNN, whose kernels the benchmark driver and the
 // other check leave out.
 #include <kdforge/kdforge.hpp>
@@ -19,6 +20,13 @@ void instantiate_more() {
   o.search = kdforge::IcpSearch::approximate;
   kdforge::IcpWorkspace<MS> ws;
   kdforge::icp(exec, tree, target, source, {}, o, normals, ws);
+  kdforge::icp(exec, kdforge::build_left_balanced(exec, target), target, source, {}, o, ws);
+  kdforge::TrackingOptions to;
+  kdforge::TrackingWorkspace<MS> tws;
+  kdforge::track_frame(exec, target, source, {}, to, tws);
+  to.tree = kdforge::TrackingTree::split_sort;
+  to.icp.search = kdforge::IcpSearch::approximate;
+  kdforge::track_frame(exec, target, source, {}, to, tws);
   auto photons = kdforge::build_vvh_tree(exec, target);
   Kokkos::View<T**, Kokkos::LayoutLeft, MS> q("q", 0, 3);
   kdforge::range_knn(exec, photons, q, 8);

@@ -316,12 +316,15 @@ void grow(Kokkos::View<char*, MS>& bytes, std::size_t n, char const* label, bool
 /// per iteration, the measuring pass, one read of the results. With a
 /// `region` (track_frame), the tree answers moved source points inside it
 /// only: `*left_region` says whether one left it, and then the result does
-/// not hold (the loop stopped there).
+/// not hold (the loop stopped there). `order_box`: the box whose Morton
+/// order the source is processed in (default the tree's; track_frame gives
+/// the whole target's, so that its sums are added in the same order).
 template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
 IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& target_in, SourcePoints const& source_in,
                    RigidTransform const& initial, IcpOptions const& options, Normals const* given_normals,
                    IcpWorkspace<typename Exec::memory_space>& ws,
-                   Box<typename Tree::coordinate_type, 3> const* region = nullptr, bool* left_region = nullptr) {
+                   Box<typename Tree::coordinate_type, 3> const* region = nullptr, bool* left_region = nullptr,
+                   Box<typename Tree::coordinate_type, 3> const* order_box = nullptr) {
   namespace reg = kernels::registration;
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
@@ -382,7 +385,9 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
     Kokkos::View<reg::SetupSums, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
         reinterpret_cast<reg::SetupSums*>(sums_at));
     Kokkos::parallel_reduce("kdforge::icp::setup", policy,
-                            F{in.source, d0, initial, tree.bounds(), codes, order, previous, state}, out);
+                            F{in.source, d0, initial, order_box ? *order_box : tree.bounds(), codes, order, previous,
+                              state},
+                            out);
   }
   QueryOrder const order_option = exact ? options.exact.order : options.approximate.order;
   bool const sorted = order_option != QueryOrder::as_given && m >= 2;

@@ -18,11 +18,14 @@
 // track_frame keeps the scan points inside the box of the model at the
 // initial pose, grown by max_motion + r (kernels/registration/crop.hpp),
 // builds the tree over those (in their order), and lets the loop check that
-// every moved model point stays within max_motion of that box. Then every
-// correspondence, and so the transform, is the one a tree over the whole
-// scan gives (to the rounding of the sums, whose order follows the tree's
-// box); if a point moves farther, the frame is registered again over the
-// whole scan (TrackingResult::repeated). Where the crop cannot promise that
+// every moved model point stays inside the model's box grown by max_motion.
+// Then every correspondence is the one a tree over the whole scan gives,
+// and the sums are added in the same order (the source's Morton order in
+// the whole scan's box): the transform is icp()'s over the whole scan (on
+// CPUs to the bit); if a point leaves that box, the frame is registered
+// again over the whole scan (TrackingResult::repeated). With approximate
+// search, Wehr's bounded queue walks the cropped tree, whose answers may
+// differ from those of the whole scan's tree. Where the crop cannot promise that
 // (point to plane, whose estimated normals would see only the cropped
 // neighbourhoods; an infinite cutoff; a scan point the builder refuses,
 // whose build over the whole scan then says which), the frame uses the
@@ -67,10 +70,11 @@ struct TrackingOptions {
   /// Build over the scan points the model can reach (see the file's
   /// comment); false: over the whole scan, as icp() with a tree of it.
   bool crop = true;
-  /// How far (same unit as the points) a model point may move from where
-  /// the initial pose puts it, in the frame's iterations, before the crop no
-  /// longer holds and the frame is registered again over the whole scan.
-  /// Negative: icp.max_correspondence_distance. Larger values crop less.
+  /// How far (same unit as the points) the model may move in the frame's
+  /// iterations: every moved model point must stay inside the box of the
+  /// model at the initial pose grown by this much, or the frame is
+  /// registered again over the whole scan. Negative:
+  /// icp.max_correspondence_distance. Larger values crop less.
   double max_motion = -1;
 };
 
@@ -141,27 +145,43 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
   double const motion = options.max_motion < 0 ? r : options.max_motion;
 
   // The exact search of point to point with a cutoff leaves the node boxes
-  // aside (icp.hpp): unless asked for, they are not built.
-  BuildOptions left_balanced = options.left_balanced;
-  SplitSortOptions split_sort = options.split_sort;
-  if (options.icp.search == IcpSearch::exact && options.icp.method == IcpMethod::point_to_point && std::isfinite(r)) {
-    if (left_balanced.node_boxes == NodeBoxPolicy::automatic) left_balanced.node_boxes = NodeBoxPolicy::never;
-    if (split_sort.node_boxes == NodeBoxPolicy::automatic) split_sort.node_boxes = NodeBoxPolicy::never;
-  }
-  // One registration over `points` (the whole scan, or the kept part of it).
-  auto registration = [&](auto const& points, Box<T, 3> const* region, bool* left) {
+  // aside (icp.hpp; walk_tree_without_boxes), so `automatic` builds none,
+  // except on GPUs for points whose box is flat, or not known here, where
+  // the walk keeps them.
+  bool const boxes_aside =
+      options.icp.search == IcpSearch::exact && options.icp.method == IcpMethod::point_to_point && std::isfinite(r);
+  auto box_policy = [&](NodeBoxPolicy asked, Box<T, 3> const* points_box) {
+    if (asked != NodeBoxPolicy::automatic || !boxes_aside) return asked;
+    if constexpr (runs_on_gpu<Exec>()) {
+      if (!points_box) return asked;
+      for (int d = 0; d < 3; ++d)
+        if (!(points_box->hi[d] > points_box->lo[d])) return asked;
+    }
+    return NodeBoxPolicy::never;
+  };
+  // One registration over `points` (the whole scan, or the kept part of
+  // it, whose box is `points_box` where known).
+  auto registration = [&](auto const& points, Box<T, 3> const* points_box, Box<T, 3> const* region, bool* left,
+                          Box<T, 3> const* order_box) {
     auto run = [&](auto const& tree) {
       TrackingResult t;
       static_cast<IcpResult&>(t) = icp_impl<Exec, std::decay_t<decltype(tree)>, std::decay_t<decltype(points)>,
                                             std::decay_t<decltype(source)>, std::decay_t<decltype(points)>>(
-          exec, tree, points, source, initial, options.icp, nullptr, ws.icp, region, left);
-      t.tree_points = std::int64_t(points.extent(0));
+          exec, tree, points, source, initial, options.icp, nullptr, ws.icp, region, left, order_box);
+      t.tree_points = std::int64_t(tree.size());
       return t;
     };
-    if (options.tree == TrackingTree::split_sort) return run(build_split_sort(exec, points, split_sort));
-    return run(build_left_balanced(exec, points, left_balanced));
+    if (options.tree == TrackingTree::split_sort) {
+      SplitSortOptions o = options.split_sort;
+      o.node_boxes = box_policy(o.node_boxes, points_box);
+      return run(build_split_sort(exec, points, o));
+    }
+    BuildOptions o = options.left_balanced;
+    o.node_boxes = box_policy(o.node_boxes, points_box);
+    return run(build_left_balanced(exec, points, o));
   };
-  auto whole = [&] { return registration(target, nullptr, nullptr); };
+  Box<T, 3> const* whole_box = nullptr; // the whole scan's box, once the crop has measured it
+  auto whole = [&] { return registration(target, whole_box, nullptr, nullptr, nullptr); };
 
   std::int64_t const n = std::int64_t(target.extent(0));
   bool const can_crop = options.crop && options.icp.method == IcpMethod::point_to_point && std::isfinite(r) && r > 0 &&
@@ -193,16 +213,20 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
   bool const refuse = (options.tree == TrackingTree::split_sort ? options.split_sort.non_finite
                                                                  : options.left_balanced.non_finite) ==
                       NonFinitePolicy::reject;
-  reg::CropCounts counts{0, 0};
+  reg::CropCounts<T> counts{};
   Kokkos::parallel_scan("kdforge::track::crop", Kokkos::RangePolicy<Exec>(exec, 0, n),
                         reg::CropTarget<T, decltype(target), Kept>{target, all, keep, refuse}, counts);
   // A point the builder refuses: the whole scan, whose build says why;
   // nothing kept: too few correspondences, which icp over the whole scan
   // reports with its own numbers.
-  if (counts.refused > 0 || counts.kept == 0) return whole();
+  if (counts.refused > 0) return whole();
+  whole_box = &counts.usable_box;
+  if (counts.kept == 0) return whole();
   Kept const kept(all.data(), counts.kept);
   bool left = false;
-  TrackingResult t = registration(kept, &region, &left);
+  // the source in the Morton order of the whole scan's box, as icp() over
+  // the whole scan's tree processes it: the same sums, added in one order
+  TrackingResult t = registration(kept, &counts.kept_box, &region, &left, &counts.usable_box);
   if (!left) {
     t.cropped = true;
     return t;
@@ -216,9 +240,10 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
 
 /// Builds the tree of `scan` (options.tree) over the scan points `model` can
 /// reach from `initial` and registers `model` onto it by icp(options.icp):
-/// the transform and the rest of IcpResult are those of icp() with a tree
-/// over the whole scan (see the file's comment for when the whole scan is
-/// used instead). `workspace` keeps the scratch memory between frames.
+/// with exact search the transform and the rest of IcpResult are those of
+/// icp() with a tree over the whole scan (see the file's comment for when
+/// the whole scan is used instead, and for approximate search).
+/// `workspace` keeps the scratch memory between frames.
 /// Throws what the builder and icp() throw, and kdforge::Error for a NaN or
 /// infinite max_motion.
 template <class Exec, class ScanPoints, class ModelPoints>

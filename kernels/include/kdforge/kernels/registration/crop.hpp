@@ -43,32 +43,48 @@ struct MovedBox {
   }
 };
 
-/// The crop's counts: points kept, and points the builder would refuse
-/// (the caller then builds over the whole target, whose builder says why).
+/// The crop's counts: points kept, points the builder would refuse (the
+/// caller then builds over the whole target, whose builder says why), and
+/// the boxes of the usable points (the whole target's tree's box: the
+/// loop's processing order) and of the kept ones.
+template <class T>
 struct CropCounts {
   std::int64_t kept;
   std::int64_t refused;
+  Box<T, 3> usable_box;
+  Box<T, 3> kept_box;
 };
 
 /// Stable compaction of the target points inside `box` into `out` (when
 /// `out` is given; a first pass with an empty `out` counts).
 template <class T, class Target, class Out>
 struct CropTarget {
-  using value_type = CropCounts;
+  using value_type = CropCounts<T>;
   Target target;
   Out out;
   Box<T, 3> box;
   bool refuse_non_finite; ///< the builder refuses NaN and infinity (else it drops them)
 
-  KOKKOS_INLINE_FUNCTION void init(value_type& c) const { c.kept = c.refused = 0; }
+  KOKKOS_INLINE_FUNCTION void init(value_type& c) const {
+    c.kept = c.refused = 0;
+    c.usable_box = c.kept_box = Box<T, 3>::empty();
+  }
   KOKKOS_INLINE_FUNCTION void join(value_type& a, value_type const& b) const {
     a.kept += b.kept;
     a.refused += b.refused;
+    a.usable_box.extend(b.usable_box);
+    a.kept_box.extend(b.kept_box);
   }
 #if KOKKOS_VERSION < 40000
   KOKKOS_INLINE_FUNCTION void join(volatile value_type& a, volatile value_type const& b) const {
     a.kept += b.kept;
     a.refused += b.refused;
+    for (int u = 0; u < 3; ++u) {
+      a.usable_box.lo[u] = b.usable_box.lo[u] < a.usable_box.lo[u] ? b.usable_box.lo[u] : a.usable_box.lo[u];
+      a.usable_box.hi[u] = b.usable_box.hi[u] > a.usable_box.hi[u] ? b.usable_box.hi[u] : a.usable_box.hi[u];
+      a.kept_box.lo[u] = b.kept_box.lo[u] < a.kept_box.lo[u] ? b.kept_box.lo[u] : a.kept_box.lo[u];
+      a.kept_box.hi[u] = b.kept_box.hi[u] > a.kept_box.hi[u] ? b.kept_box.hi[u] : a.kept_box.hi[u];
+    }
   }
 #endif
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, value_type& c, bool final) const {
@@ -81,9 +97,11 @@ struct CropTarget {
       if (refuse_non_finite || finite) c.refused += 1;
       return;
     }
+    c.usable_box.extend(p);
     if (!in) return;
     if (final && out.extent(0)) out(c.kept) = p;
     c.kept += 1;
+    c.kept_box.extend(p);
   }
 };
 

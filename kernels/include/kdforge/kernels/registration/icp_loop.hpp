@@ -65,7 +65,8 @@ struct LoopState {
   int failed_iteration;  ///< ... at this iteration ...
   std::int64_t failed_count; ///< ... this many
   std::int64_t first_bad;    ///< the first source point with a NaN, infinite or out-of-range coordinate, or -1
-  int left_region;           ///< a moved source point left IcpIteration::region: the results do not hold
+  int left_region;           ///< a moved source point left IcpIteration::region (set atomically; read in final)
+  int region_failed;         ///< left_region seen by a final step: later kernels do nothing
   // at the final transform (the measuring pass)
   double rmse;
   std::int64_t count;
@@ -129,7 +130,7 @@ struct IcpSetup {
     st.scale = 1;
     st.previous_rmse = -1;
     st.iterations = st.history = st.done = st.converged = st.failed = st.failed_iteration = 0;
-    st.left_region = 0;
+    st.left_region = st.region_failed = 0;
     st.failed_count = 0;
     st.first_bad = s.first_bad;
     if (s.first_bad >= 0) st.done = 1;
@@ -253,7 +254,7 @@ struct IcpIteration {
   }
 #endif
   KOKKOS_INLINE_FUNCTION bool skip(LoopState const& st) const {
-    return measure ? (st.failed || st.first_bad >= 0 || st.left_region) : st.done != 0;
+    return measure ? (st.failed || st.first_bad >= 0 || st.region_failed) : st.done != 0;
   }
   KOKKOS_INLINE_FUNCTION bool in_region(Point<T, 3> const& q) const {
     bool in = true;
@@ -296,7 +297,7 @@ struct IcpIteration {
     LoopState& st = state();
     if (skip(st)) return;
     if (st.left_region) { // the results do not hold: the caller starts again
-      st.done = 1;
+      st.region_failed = st.done = 1;
       return;
     }
     Step const step = solve(s, st, measure);
