@@ -385,8 +385,19 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
     Kokkos::View<reg::SetupSums, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
         reinterpret_cast<reg::SetupSums*>(sums_at));
     Kokkos::parallel_reduce("kdforge::icp::setup", policy,
-                            F{in.source, d0, initial, order_box ? *order_box : tree.bounds(), codes, order, previous,
-                              state},
+                            F{in.source,
+                              d0,
+                              initial,
+                              order_box ? *order_box : tree.bounds(),
+                              codes,
+                              order,
+                              previous,
+                              state,
+                              region != nullptr,
+                              {region ? double(region->lo[0]) : 0.0, region ? double(region->lo[1]) : 0.0,
+                               region ? double(region->lo[2]) : 0.0},
+                              {region ? double(region->hi[0]) : 0.0, region ? double(region->hi[1]) : 0.0,
+                               region ? double(region->hi[2]) : 0.0}},
                             out);
   }
   QueryOrder const order_option = exact ? options.exact.order : options.approximate.order;
@@ -414,8 +425,7 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
       Kokkos::View<typename F::value_type, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
           reinterpret_cast<typename F::value_type*>(sums_at));
       IndexView const ord = sorted ? order : IndexView();
-      F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false,
-          region != nullptr, region ? *region : Box<T, 3>::empty()};
+      F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false};
       static_assert(sizeof(F) < 512, "the iteration's functor must stay a kernel argument (see above)");
       for (int it = 0; it < iterations; ++it) {
         f.iteration = it;

@@ -30,7 +30,9 @@
 // A region (track_frame in core/include/kdforge/icp_tracking.hpp): the tree
 // then holds only the target points near where the source starts, and is
 // exact for a moved point inside `region` alone (there every target point
-// within the cutoff is in the tree). A moved point outside it sets
+// within the cutoff is in the tree; the setup writes it into the loop's
+// state, so the iteration's functor stays a kernel argument). A moved
+// point outside it sets
 // LoopState::left_region, and the loop stops: the caller repeats the
 // registration over the whole target.
 #include <kdforge/backends/intrinsics.hpp>
@@ -67,6 +69,8 @@ struct LoopState {
   std::int64_t first_bad;    ///< the first source point with a NaN, infinite or out-of-range coordinate, or -1
   int left_region;           ///< a moved source point left IcpIteration::region (set atomically; read in final)
   int region_failed;         ///< left_region seen by a final step: later kernels do nothing
+  int check_region;          ///< the tree answers moved points inside [region_lo, region_hi] only
+  double region_lo[3], region_hi[3];
   // at the final transform (the measuring pass)
   double rmse;
   std::int64_t count;
@@ -97,6 +101,8 @@ struct IcpSetup {
   Order order;
   Previous previous; // empty: no warm start
   State state;
+  int check_region; // the region, kept in the state (the iteration's functor stays small)
+  double region_lo[3], region_hi[3];
 
   KOKKOS_INLINE_FUNCTION void init(value_type& s) const {
     for (int u = 0; u < 5; ++u) s.v[u] = 0;
@@ -131,6 +137,11 @@ struct IcpSetup {
     st.previous_rmse = -1;
     st.iterations = st.history = st.done = st.converged = st.failed = st.failed_iteration = 0;
     st.left_region = st.region_failed = 0;
+    st.check_region = check_region;
+    for (int u = 0; u < 3; ++u) {
+      st.region_lo[u] = region_lo[u];
+      st.region_hi[u] = region_hi[u];
+    }
     st.failed_count = 0;
     st.first_bad = s.first_bad;
     if (s.first_bad >= 0) st.done = 1;
@@ -239,8 +250,6 @@ struct IcpIteration {
   LoopCriteria criteria;
   int iteration;
   bool measure;
-  bool check_region;  ///< the tree holds the target points that can answer a moved point inside `region` only
-  Box<T, 3> region;
 
   KOKKOS_INLINE_FUNCTION void init(value_type& s) const {
     for (int u = 0; u < N; ++u) s.v[u] = 0;
@@ -256,9 +265,10 @@ struct IcpIteration {
   KOKKOS_INLINE_FUNCTION bool skip(LoopState const& st) const {
     return measure ? (st.failed || st.first_bad >= 0 || st.region_failed) : st.done != 0;
   }
-  KOKKOS_INLINE_FUNCTION bool in_region(Point<T, 3> const& q) const {
+  /// Inside LoopState's region (bounds of type T, held exactly in double).
+  KOKKOS_INLINE_FUNCTION static bool in_region(LoopState const& st, Point<T, 3> const& q) {
     bool in = true;
-    for (int d = 0; d < 3; ++d) in = in && q[d] >= region.lo[d] && q[d] <= region.hi[d];
+    for (int d = 0; d < 3; ++d) in = in && double(q[d]) >= st.region_lo[d] && double(q[d]) <= st.region_hi[d];
     return in;
   }
 
@@ -267,7 +277,7 @@ struct IcpIteration {
     if (skip(st)) return;
     std::int64_t const qi = order.extent(0) ? std::int64_t(order(i)) : i;
     Point<T, 3> const q = moved_point<T>(device_transform<double>(st.x), source(qi));
-    if (check_region && !in_region(q)) {
+    if (st.check_region && !in_region(st, q)) {
       Kokkos::atomic_fetch_or(&state().left_region, 1);
       return;
     }
