@@ -749,14 +749,6 @@ TEST_CASE_TEMPLATE("track_frame: the cropped scan gives the whole scan's registr
         CHECK_FALSE(w.cropped);
         CHECK(w.tree_points == std::int64_t(scan.size()));
         check_same(t, w);
-        // summed in the same order: on CPUs the same bits
-        if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible) {
-          CHECK(t.rmse == ref.rmse);
-          for (int i = 0; i < 3; ++i) {
-            CHECK(t.transform.translation[i] == ref.transform.translation[i]);
-            for (int j = 0; j < 3; ++j) CHECK(t.transform.rotation[i][j] == ref.transform.rotation[i][j]);
-          }
-        }
       }
     }
   }

@@ -316,15 +316,12 @@ void grow(Kokkos::View<char*, MS>& bytes, std::size_t n, char const* label, bool
 /// per iteration, the measuring pass, one read of the results. With a
 /// `region` (track_frame), the tree answers moved source points inside it
 /// only: `*left_region` says whether one left it, and then the result does
-/// not hold (the loop stopped there). `order_box`: the box whose Morton
-/// order the source is processed in (default the tree's; track_frame gives
-/// the whole target's, so that its sums are added in the same order).
+/// not hold (the loop stopped there).
 template <class Exec, class Tree, class TargetPoints, class SourcePoints, class Normals>
 IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& target_in, SourcePoints const& source_in,
                    RigidTransform const& initial, IcpOptions const& options, Normals const* given_normals,
                    IcpWorkspace<typename Exec::memory_space>& ws,
-                   Box<typename Tree::coordinate_type, 3> const* region = nullptr, bool* left_region = nullptr,
-                   Box<typename Tree::coordinate_type, 3> const* order_box = nullptr) {
+                   Box<typename Tree::coordinate_type, 3> const* region = nullptr, bool* left_region = nullptr) {
   namespace reg = kernels::registration;
   using T = typename Tree::coordinate_type;
   using Index = typename Tree::index_type;
@@ -388,7 +385,7 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
                             F{in.source,
                               d0,
                               initial,
-                              order_box ? *order_box : tree.bounds(),
+                              tree.bounds(),
                               codes,
                               order,
                               previous,

@@ -45,8 +45,8 @@ struct MovedBox {
 
 /// The crop's counts: points kept, points the builder would refuse (the
 /// caller then builds over the whole target, whose builder says why), and
-/// the boxes of the usable points (the whole target's tree's box: the
-/// loop's processing order) and of the kept ones.
+/// the boxes of the usable points (the whole target's tree's box) and of
+/// the kept ones (their tree's): on GPUs a flat one keeps its node boxes.
 template <class T>
 struct CropCounts {
   std::int64_t kept;
