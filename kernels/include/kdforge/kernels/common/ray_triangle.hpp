@@ -200,9 +200,26 @@ KOKKOS_FUNCTION TriangleHit<T> intersect_watertight(WatertightRay<T> const& w, T
   // rounding has eaten the sign tests' precision they can report a hit
   // away from the triangle, which the walks, clipping to boxes, never
   // reach; a t beside the ray's interval through the box is rounding of
-  // the corners' distances, and the hit lies in the interval
+  // the corners' distances, and the hit lies in the interval. Not so for a
+  // direction with a subnormal component: a face of the box then pins the
+  // interval to a place the rounding of positions, magnified by 1 / d,
+  // decides, and a t beyond the slack of its ends is the plane met
+  // elsewhere on the ray (found by the rays fuzz target: a ray of tmin =
+  // tmax = 0 on a face of a triangle's box, the plane met at t = -1): a
+  // miss, as the walks, which reach the triangle only through its cells,
+  // find.
   T t0, t1;
   if (!box_interval(w, a, b, c, t0, t1)) return res;
+  bool subnormal = false;
+  for (int d = 0; d < 3; ++d) {
+    T const ad = w.dir[d] < T(0) ? -w.dir[d] : w.dir[d];
+    subnormal = subnormal || (ad > T(0) && ad < (std::is_same<T, float>::value ? T(FLT_MIN) : T(DBL_MIN)));
+  }
+  if (subnormal) {
+    T const at = t < T(0) ? -t : t, a0 = t0 < T(0) ? -t0 : t0, a1 = t1 < T(0) ? -t1 : t1;
+    T const slack = ray_rounding_slack(at > a0 ? (at > a1 ? at : a1) : (a0 > a1 ? a0 : a1));
+    if (t < t0 - slack || t > t1 + slack) return res;
+  }
   t = t < t0 ? t0 : t > t1 ? t1 : t;
   if (!(t >= tmin && t <= tmax)) return res;
   res.hit = true;
