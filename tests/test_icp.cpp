@@ -708,6 +708,15 @@ IcpResult whole_scan_icp(std::vector<P> const& scan, std::vector<P> const& model
   return icp(exec, build_left_balanced(exec, s, o.left_balanced), s, m, initial, o.icp);
 }
 
+// Point to point with rejection at 0.1, to a tight convergence.
+TrackingOptions tracking_options(int iterations) {
+  TrackingOptions o;
+  o.icp = options_for(IcpMethod::point_to_point);
+  o.icp.max_iterations = iterations;
+  o.icp.max_correspondence_distance = 0.1;
+  return o;
+}
+
 template <class Exec>
 TrackingResult tracked(std::vector<P> const& scan, std::vector<P> const& model, RigidTransform const& initial,
                        TrackingOptions const& o) {
@@ -723,11 +732,8 @@ TEST_CASE_TEMPLATE("track_frame: the cropped scan gives the whole scan's registr
   auto const model = moved_by(truth.inverse(), piston(3000, 133, 0.001));
   for (TrackingTree tree : {TrackingTree::left_balanced, TrackingTree::split_sort}) {
     for (int q : {0, 2}) {
-      TrackingOptions o;
+      TrackingOptions o = tracking_options(40);
       o.tree = tree;
-      o.icp = options_for(IcpMethod::point_to_point);
-      o.icp.max_iterations = 40;
-      o.icp.max_correspondence_distance = 0.1;
       if (q > 0) {
         o.icp.search = IcpSearch::approximate;
         o.icp.approximate.queue_capacity = q;
@@ -759,10 +765,7 @@ TEST_CASE_TEMPLATE("track_frame: a point moving beyond max_motion repeats the fr
   auto const scan = scene_scan(141);
   RigidTransform const truth = random_motion(5, 0.03, 142);
   auto const model = moved_by(truth.inverse(), piston(3000, 143, 0.001));
-  TrackingOptions o;
-  o.icp = options_for(IcpMethod::point_to_point);
-  o.icp.max_iterations = 40;
-  o.icp.max_correspondence_distance = 0.1;
+  TrackingOptions o = tracking_options(40);
   o.max_motion = 0.002; // the model moves about 2 cm
   auto const t = tracked<Exec>(scan, model, {}, o);
   CHECK(t.repeated);
@@ -782,10 +785,7 @@ TEST_CASE_TEMPLATE("track_frame: the whole scan where a crop cannot promise the 
   auto scan = scene_scan(151);
   RigidTransform const truth = random_motion(4, 0.02, 152);
   auto const model = moved_by(truth.inverse(), piston(2000, 153, 0.001));
-  TrackingOptions o;
-  o.icp = options_for(IcpMethod::point_to_point);
-  o.icp.max_iterations = 30;
-  o.icp.max_correspondence_distance = 0.1;
+  TrackingOptions o = tracking_options(30);
   SUBCASE("point to plane: normals estimated over the whole scan") {
     o.icp.method = IcpMethod::point_to_plane;
     auto const t = tracked<Exec>(scan, model, {}, o);
