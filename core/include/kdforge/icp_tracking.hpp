@@ -32,6 +32,7 @@
 // whole scan. NaN and infinite scan points that the build options drop are
 // left out of the crop too.
 #include <kdforge/backends/memory.hpp>
+#include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/access.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/registration.hpp>
@@ -97,11 +98,13 @@ class TrackingWorkspace {
   TrackingWorkspace(TrackingWorkspace&&) = default;
   TrackingWorkspace& operator=(TrackingWorkspace&&) = default;
 
-  std::size_t bytes() const { return icp.bytes() + cropped.span(); }
+  std::size_t bytes() const { return icp.bytes() + cropped.span() + crop_flags.span() * sizeof(std::uint64_t) + scan.span(); }
   void release() { *this = TrackingWorkspace(); }
 
   IcpWorkspace<MemorySpace> icp;             // kdforge::icp's
   Kokkos::View<char*, MemorySpace> cropped;  // the kept scan points
+  Kokkos::View<std::uint64_t*, MemorySpace> crop_flags; // the crop's counts, then places
+  Kokkos::View<char*, MemorySpace> scan;     // the backend scan's temporary storage
 };
 
 namespace detail {
@@ -201,37 +204,62 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
     magnitude = std::max({magnitude, std::fabs(double(region.lo[d])), std::fabs(double(region.hi[d]))});
   Box<T, 3> const keep = grown(region, r * (1 + 0x1p-10) + magnitude * 0x1p-20);
 
+  // The backend scan counts in 32-bit fields (crop.hpp); a larger scan
+  // goes whole.
+  if (std::uint64_t(n) > reg::crop_kept_mask) return whole();
   std::size_t const bytes = std::size_t(n) * sizeof(Point<T, 3>);
   if (ws.cropped.extent(0) < bytes) {
     ws.cropped = {};
     ws.cropped = backend::allocate<Kokkos::View<char*, MS>>(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::track::cropped"), bytes);
   }
+  if (std::int64_t(ws.crop_flags.extent(0)) < n) {
+    ws.crop_flags = {};
+    ws.crop_flags = backend::allocate<Kokkos::View<std::uint64_t*, MS>>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::track::crop_flags"), n);
+  }
   using Kept = Kokkos::View<Point<T, 3>*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   Kept const all(reinterpret_cast<Point<T, 3>*>(ws.cropped.data()), n);
+  auto const flags = Kokkos::subview(ws.crop_flags, Kokkos::make_pair(std::int64_t(0), n));
   bool const refuse = (options.tree == TrackingTree::split_sort ? options.split_sort.non_finite
                                                                  : options.left_balanced.non_finite) ==
                       NonFinitePolicy::reject;
-  reg::CropCounts<T> counts{};
-  Kokkos::parallel_scan("kdforge::track::crop", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                        reg::CropTarget<T, decltype(target), Kept>{target, all, keep, refuse}, counts);
-  // A point the builder refuses: the whole scan, whose build says why;
-  // nothing kept: too few correspondences, which icp over the whole scan
+  Kokkos::parallel_for("kdforge::track::crop_flags", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                       reg::CropFlags<T, decltype(target), decltype(flags)>{target, flags, keep, refuse});
+  std::uint64_t const counts = backend::exclusive_scan(exec, flags, flags, ws.scan);
+  std::int64_t const kept_count = std::int64_t(counts & reg::crop_kept_mask);
+  // A point the builder refuses: the whole scan, whose build says why.
+  if ((counts >> reg::crop_refused_shift) > 0) return whole();
+  // From here on a registration over the whole scan gets its box (on GPUs
+  // a flat one keeps the node boxes).
+  Box<T, 3> usable_box;
+  auto whole_measured = [&] {
+    if constexpr (runs_on_gpu<Exec>()) {
+      Kokkos::parallel_reduce("kdforge::track::target_box", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                              reg::MovedBox<T, decltype(target)>{target, reg::device_transform<double>(RigidTransform{})},
+                              usable_box);
+      whole_box = &usable_box;
+    }
+    return whole();
+  };
+  // Nothing kept: too few correspondences, which icp over the whole scan
   // reports with its own numbers.
-  if (counts.refused > 0) return whole();
-  whole_box = &counts.usable_box;
-  if (counts.kept == 0) return whole();
-  Kept const kept(all.data(), counts.kept);
+  if (kept_count == 0) return whole_measured();
+  Kokkos::parallel_for("kdforge::track::crop", Kokkos::RangePolicy<Exec>(exec, 0, n),
+                       reg::CropScatter<T, decltype(target), decltype(flags), Kept>{target, flags, all, keep, refuse});
+  Kept const kept(all.data(), kept_count);
+  Box<T, 3> kept_box = Box<T, 3>::empty(); // only GPUs look at it (box_policy)
+  if constexpr (runs_on_gpu<Exec>()) kept_box = backend::bounding_box(exec, kept);
   bool left = false;
   // The source is processed in the Morton order of the kept points' box
   // (icp()'s order over the whole scan's box was 20% slower on an H200:
   // docs/performance.md), so the sums agree with icp()'s to rounding.
-  TrackingResult t = registration(kept, &counts.kept_box, &region, &left);
+  TrackingResult t = registration(kept, &kept_box, &region, &left);
   if (!left) {
     t.cropped = true;
     return t;
   }
-  t = whole();
+  t = whole_measured();
   t.repeated = true;
   return t;
 }
