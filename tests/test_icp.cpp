@@ -636,6 +636,76 @@ TEST_CASE("Horn's quaternion by QCP equals Jacobi's, and leaves a multiple large
   CHECK_FALSE(reg::horn_quaternion(zero, q));
 }
 
+// reduce_with_final (kernels/common/reduce_final.hpp), which runs the ICP
+// loop's reductions on GPUs: sums of i and of 1 / (i + 1) (whose rounding
+// depends on the order), the count and the largest i, written by the final
+// step, which also counts how often it ran.
+struct ReduceFinalValue {
+  double sum, harmonic, count;
+  std::int64_t largest;
+};
+
+template <class MS>
+struct ReduceFinalProbe {
+  using value_type = ReduceFinalValue;
+  Kokkos::View<ReduceFinalValue, MS> out;
+  Kokkos::View<int, MS> finals;
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const {
+    v.sum = v.harmonic = v.count = 0;
+    v.largest = -1;
+  }
+  KOKKOS_INLINE_FUNCTION void join(value_type& a, value_type const& b) const {
+    a.sum += b.sum;
+    a.harmonic += b.harmonic;
+    a.count += b.count;
+    a.largest = b.largest > a.largest ? b.largest : a.largest;
+  }
+#if KOKKOS_VERSION < 40000
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& a, volatile value_type const& b) const {
+    a.sum += b.sum;
+    a.harmonic += b.harmonic;
+    a.count += b.count;
+    a.largest = b.largest > a.largest ? b.largest : a.largest;
+  }
+#endif
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i, value_type& v) const {
+    v.sum += double(i);
+    v.harmonic += 1.0 / double(i + 1);
+    v.count += 1;
+    v.largest = i > v.largest ? i : v.largest;
+  }
+  KOKKOS_INLINE_FUNCTION void final(value_type& v) const {
+    out() = v;
+    finals() += 1;
+  }
+};
+
+TEST_CASE_TEMPLATE("reduce_with_final: every item once, one final step per launch, the same sum every time", Exec,
+                   KDFORGE_TEST_SPACES) {
+  Exec exec;
+  using MS = typename Exec::memory_space;
+  Kokkos::View<char*, MS> scratch; // kept across the launches, as the ICP loop keeps it
+  for (std::int64_t n : {0, 1, 31, 32, 33, 255, 256, 257, 8191, 100003}) {
+    CAPTURE(n);
+    ReduceFinalProbe<MS> f{Kokkos::View<ReduceFinalValue, MS>("out"), Kokkos::View<int, MS>("finals")};
+    double harmonic = 0;
+    for (int launch = 0; launch < 3; ++launch) {
+      kernels::reduce_with_final(exec, "test::reduce_with_final", n, f, scratch);
+      auto const v = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f.out);
+      CHECK(v().sum == double(n) * double(n - 1) / 2); // exact: every item once
+      CHECK(v().count == double(n));
+      CHECK(v().largest == n - 1);
+      double exact = 0;
+      for (std::int64_t i = n - 1; i >= 0; --i) exact += 1.0 / double(i + 1);
+      CHECK(v().harmonic == doctest::Approx(exact).epsilon(1e-13));
+      if (launch == 0) harmonic = v().harmonic;
+      CHECK(v().harmonic == harmonic); // the same order of the joins every launch
+    }
+    auto const finals = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), f.finals);
+    CHECK(finals() == 3);
+  }
+}
+
 TEST_CASE_TEMPLATE("ICP with a workspace kept across calls", Exec, KDFORGE_TEST_SPACES) {
   Exec exec;
   using MS = typename Exec::memory_space;

@@ -35,6 +35,7 @@
 #include <kdforge/detail/boundary.hpp>
 #include <kdforge/detail/query_defaults.hpp>
 #include <kdforge/kernels/common/finite.hpp>
+#include <kdforge/kernels/common/reduce_final.hpp>
 #include <kdforge/kernels/query/bucket.hpp>
 #include <kdforge/kernels/query/morton.hpp>
 #include <kdforge/kernels/registration/icp.hpp>
@@ -381,21 +382,24 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
                             IndexView, State>;
     Kokkos::View<reg::SetupSums, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
         reinterpret_cast<reg::SetupSums*>(sums_at));
-    Kokkos::parallel_reduce("kdforge::icp::setup", policy,
-                            F{in.source,
-                              d0,
-                              initial,
-                              tree.bounds(),
-                              codes,
-                              order,
-                              previous,
-                              state,
-                              region != nullptr,
-                              {region ? double(region->lo[0]) : 0.0, region ? double(region->lo[1]) : 0.0,
-                               region ? double(region->lo[2]) : 0.0},
-                              {region ? double(region->hi[0]) : 0.0, region ? double(region->hi[1]) : 0.0,
-                               region ? double(region->hi[2]) : 0.0}},
-                            out);
+    F const setup{in.source,
+                  d0,
+                  initial,
+                  tree.bounds(),
+                  codes,
+                  order,
+                  previous,
+                  state,
+                  region != nullptr,
+                  {region ? double(region->lo[0]) : 0.0, region ? double(region->lo[1]) : 0.0,
+                   region ? double(region->lo[2]) : 0.0},
+                  {region ? double(region->hi[0]) : 0.0, region ? double(region->hi[1]) : 0.0,
+                   region ? double(region->hi[2]) : 0.0}};
+    // (on GPUs, as the iterations below: kernels/common/reduce_final.hpp)
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible)
+      Kokkos::parallel_reduce("kdforge::icp::setup", policy, setup, out);
+    else
+      kernels::reduce_with_final(exec, "kdforge::icp::setup", m, setup, ws.partials);
   }
   QueryOrder const order_option = exact ? options.exact.order : options.approximate.order;
   bool const sorted = order_option != QueryOrder::as_given && m >= 2;
@@ -423,17 +427,21 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
           reinterpret_cast<typename F::value_type*>(sums_at));
       IndexView const ord = sorted ? order : IndexView();
       F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false};
-      static_assert(sizeof(F) < 512, "the iteration's functor must stay a kernel argument (see above)");
+      static_assert(sizeof(kernels::reduce_final_detail::TeamReduceFinal<Exec, F>) < 512,
+                    "the iteration's functor must stay a kernel argument (see above)");
       for (int it = 0; it < iterations; ++it) {
         f.iteration = it;
-        Kokkos::parallel_reduce("kdforge::icp::iteration", policy, f, out);
         if constexpr (host_state) {
+          Kokkos::parallel_reduce("kdforge::icp::iteration", policy, f, out);
           exec.fence();
           if (state().done) break;
+        } else {
+          kernels::reduce_with_final(exec, "kdforge::icp::iteration", m, f, ws.partials);
         }
       }
       f.measure = true;
-      Kokkos::parallel_reduce("kdforge::icp::measure", policy, f, out);
+      if constexpr (host_state) Kokkos::parallel_reduce("kdforge::icp::measure", policy, f, out);
+      else kernels::reduce_with_final(exec, "kdforge::icp::measure", m, f, ws.partials);
     };
     if (plane) launch(std::true_type{});
     else launch(std::false_type{});

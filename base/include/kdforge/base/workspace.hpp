@@ -51,8 +51,9 @@ class QueryWorkspace {
 
 /// Scratch memory of kdforge::icp kept between calls (frames): the source's
 /// processing order, the loop's state in device memory and its copy on the
-/// host, each source point's previous correspondence, and the queues of an
-/// approximate search with Q > 32. Without one, every call allocates and
+/// host, each source point's previous correspondence, the queues of an
+/// approximate search with Q > 32, and on GPUs the reductions' per-team
+/// sums. Without one, every call allocates and
 /// frees these; a workspace passed to the calls of a tracking loop keeps
 /// them, grown to the largest call so far. As QueryWorkspace: one execution
 /// space instance at a time; movable, not copyable.
@@ -68,7 +69,7 @@ class IcpWorkspace {
   /// Bytes held now (device and host).
   std::size_t bytes() const {
     std::size_t const host = host_state.data() == state.data() ? 0 : host_state.span();
-    return queries.bytes() + state.span() + host + correspondences.span() + queues.span();
+    return queries.bytes() + state.span() + host + correspondences.span() + queues.span() + partials.span();
   }
   /// Frees everything (the next call allocates again).
   void release() { *this = IcpWorkspace(); }
@@ -79,6 +80,7 @@ class IcpWorkspace {
   typename Kokkos::View<char*, MemorySpace>::HostMirror host_state; // the same on the host
   Kokkos::View<char*, MemorySpace> correspondences; // previous nearest target point per source point
   Kokkos::View<char*, MemorySpace> queues;          // approximate search, Q > 32
+  Kokkos::View<char*, MemorySpace> partials;        // GPUs: the reductions' per-team sums and ticket
 };
 
 } // namespace kdforge

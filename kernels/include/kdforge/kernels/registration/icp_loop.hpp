@@ -8,8 +8,9 @@
 // finds the point's nearest target point (the exact walk of closest_point
 // or Wehr & Radkowski's bounded-queue search of knn_approximate, k = 1)
 // and adds the pair to the iteration's sums (icp.hpp); the reduction's
-// final step, which Kokkos runs once on the reduced value (on GPUs in the
-// kernel's last block), solves the 4x4 or 6x6 system with the same code
+// final step, which runs once on the reduced value (on GPUs in the last
+// team of kernels/common/reduce_final.hpp's reduction), solves the 4x4
+// or 6x6 system with the same code
 // the host reference uses, decides convergence, and writes the next
 // transform, the RMSE history and the flags into device memory. Once
 // converged (or failed), the remaining iterations return at once; one
@@ -303,9 +304,19 @@ struct IcpIteration {
     }
   }
 
+  /// The state is read once into registers and written back once: read
+  /// in place, each field's load waited behind the stores before it.
+  /// left_region is read atomically: other threads set it, and this
+  /// thread's cache may hold the line from the start of the kernel.
   KOKKOS_INLINE_FUNCTION void final(value_type& s) const {
-    LoopState& st = state();
+    LoopState st = state();
+    st.left_region = Kokkos::atomic_fetch_add(&state().left_region, 0);
     if (skip(st)) return;
+    update(s, st);
+    state() = st;
+  }
+
+  KOKKOS_INLINE_FUNCTION void update(value_type& s, LoopState& st) const {
     if (st.left_region) { // the results do not hold: the caller starts again
       st.region_failed = st.done = 1;
       return;
