@@ -371,10 +371,11 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
     previous = carve<Index>(ws.correspondences, 0, m);
   }
   auto const d0 = reg::device_transform<double>(initial);
-  // The loop's functors go to the device as kernel arguments: Kokkos' Cuda
-  // launch copies a functor of 512 bytes or more (the iteration's: the tree
-  // and nine Views) to constant memory instead, and waits first for the
-  // previous kernel that used it to finish: a host wait per iteration.
+  // The loop's functors go to the device as kernel arguments (light weight,
+  // here and in reduce_with_final): by default Kokkos' Cuda launch copies a
+  // functor of 512 bytes or more (the iteration's: the tree and nine Views)
+  // to constant memory instead, and waits first for the previous kernel
+  // that used it to finish: a host wait per iteration.
   auto const policy = Kokkos::Experimental::require(Kokkos::RangePolicy<Exec>(exec, 0, m),
                                                     Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   {
@@ -427,8 +428,6 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
           reinterpret_cast<typename F::value_type*>(sums_at));
       IndexView const ord = sorted ? order : IndexView();
       F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false};
-      static_assert(sizeof(kernels::reduce_final_detail::TeamReduceFinal<Exec, F>) < 512,
-                    "the iteration's functor must stay a kernel argument (see above)");
       for (int it = 0; it < iterations; ++it) {
         f.iteration = it;
         if constexpr (host_state) {

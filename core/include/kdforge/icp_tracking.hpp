@@ -28,9 +28,9 @@
 // differ from those of the whole scan's tree. Where the crop cannot promise that
 // (point to plane, whose estimated normals would see only the cropped
 // neighbourhoods; an infinite cutoff; a scan point the builder refuses,
-// whose build over the whole scan then says which), the frame uses the
-// whole scan. NaN and infinite scan points that the build options drop are
-// left out of the crop too.
+// whose build over the whole scan then says which; more scan points than
+// the crop counts), the frame uses the whole scan. NaN and infinite scan
+// points that the build options drop are left out of the crop too.
 #include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/access.hpp>
@@ -87,8 +87,8 @@ struct TrackingResult : IcpResult {
                                 ///< repeated over the whole scan
 };
 
-/// Scratch memory of track_frame kept between frames: icp's workspace and
-/// the cropped scan. One execution space instance at a time; movable.
+/// Scratch memory of track_frame kept between frames: icp's workspace, the
+/// cropped scan and the crop's counts and scan storage. One execution space instance at a time; movable.
 template <class MemorySpace>
 class TrackingWorkspace {
  public:
@@ -204,9 +204,10 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
     magnitude = std::max({magnitude, std::fabs(double(region.lo[d])), std::fabs(double(region.hi[d]))});
   Box<T, 3> const keep = grown(region, r * (1 + 0x1p-10) + magnitude * 0x1p-20);
 
-  // The backend scan counts in 32-bit fields (crop.hpp); a larger scan
-  // goes whole.
-  if (std::uint64_t(n) > reg::crop_kept_mask) return whole();
+  // The crop counts in 32-bit fields (crop.hpp), and a vendor scan may
+  // take fewer items (CUB before CCCL 3: 2^31 - 1); a larger scan is
+  // registered whole.
+  if (std::uint64_t(n) > std::min<std::uint64_t>(reg::crop_kept_mask, backend::max_sort_items<Exec>())) return whole();
   std::size_t const bytes = std::size_t(n) * sizeof(Point<T, 3>);
   if (ws.cropped.extent(0) < bytes) {
     ws.cropped = {};

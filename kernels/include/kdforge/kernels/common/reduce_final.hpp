@@ -16,14 +16,14 @@
 // order of the joins depends on the number of items and the team size only,
 // so a result is the same from run to run.
 //
-// F: value_type (trivially copyable, a multiple of 8 bytes), init(v),
-// join(a, b) (and a volatile join before Kokkos 4, for team_reduce),
-// operator()(std::int64_t i, value_type&), final(value_type&), as for
-// Kokkos::parallel_reduce.
+// F: value_type (trivially copyable and default-constructible, a multiple
+// of 8 bytes), init(v), join(a, b), operator()(std::int64_t i,
+// value_type&), final(value_type&), as for Kokkos::parallel_reduce.
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -40,9 +40,6 @@ struct FunctorReducer {
   F const* f;
   value_type* v;
   KOKKOS_INLINE_FUNCTION void join(value_type& a, value_type const& b) const { f->join(a, b); }
-#if KOKKOS_VERSION < 40000
-  KOKKOS_INLINE_FUNCTION void join(volatile value_type& a, volatile value_type const& b) const { f->join(a, b); }
-#endif
   KOKKOS_INLINE_FUNCTION void init(value_type& x) const { f->init(x); }
   KOKKOS_INLINE_FUNCTION value_type& reference() const { return *v; }
   KOKKOS_INLINE_FUNCTION result_view_type view() const { return result_view_type(v); }
@@ -54,13 +51,13 @@ struct FunctorReducer {
 template <class V>
 KOKKOS_INLINE_FUNCTION V load_stored(V const* p) {
   static_assert(sizeof(V) % sizeof(std::uint64_t) == 0, "values of whole 8-byte words");
-  union {
-    V v;
-    std::uint64_t w[sizeof(V) / sizeof(std::uint64_t)];
-  } u;
+  constexpr std::size_t words = sizeof(V) / sizeof(std::uint64_t);
+  std::uint64_t w[words];
   auto const* src = reinterpret_cast<volatile std::uint64_t const*>(p);
-  for (std::size_t k = 0; k < sizeof(V) / sizeof(std::uint64_t); ++k) u.w[k] = src[k];
-  return u.v;
+  for (std::size_t k = 0; k < words; ++k) w[k] = src[k];
+  V v;
+  std::memcpy(&v, w, sizeof v);
+  return v;
 }
 
 inline constexpr int max_chunks = 32; ///< the last team's parallel joins at most
@@ -132,7 +129,16 @@ void reduce_with_final(Exec const& exec, char const* label, std::int64_t n, F co
   static_assert(std::is_trivially_copyable<V>::value, "kdforge::kernels::reduce_with_final: plain values only");
   using Launch = reduce_final_detail::TeamReduceFinal<Exec, F>;
   constexpr int max_chunks = reduce_final_detail::max_chunks;
-  Kokkos::TeamPolicy<Exec> probe(exec, 1, 1);
+  // Light weight: the functor goes as a kernel argument (up to 4 KB). By
+  // default Kokkos' Cuda launch copies a functor of 512 bytes or more to
+  // constant memory and first waits for the previous kernel that used it:
+  // the ICP loop's host then waited for every iteration, which took 1.85
+  // ms a frame instead of 1.77 with the slower reduction.
+  auto team_policy = [&](int league, int team) {
+    return Kokkos::Experimental::require(Kokkos::TeamPolicy<Exec>(exec, league, team),
+                                         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  };
+  auto probe = team_policy(1, 1); // the launched kernel's limits
   probe.set_scratch_size(0, Kokkos::PerTeam(sizeof(V) * max_chunks));
   int const most = probe.team_size_max(Launch{f, nullptr, nullptr, n, 1}, Kokkos::ParallelForTag());
   int team = 256; // a power of two (host spaces: often 1)
@@ -145,13 +151,7 @@ void reduce_with_final(Exec const& exec, char const* label, std::int64_t n, F co
     scratch = {};
     scratch = Kokkos::View<char*, typename Exec::memory_space>(std::string("kdforge::reduce_with_final"), bytes); // zeroed
   }
-  // Light weight: the functor goes as a kernel argument (up to 4 KB). By
-  // default Kokkos' Cuda launch copies a functor of 512 bytes or more to
-  // constant memory and first waits for the previous kernel that used it:
-  // the ICP loop's host then waited for every iteration, which took 1.85
-  // ms a frame instead of 1.77 with the slower reduction.
-  auto policy = Kokkos::Experimental::require(Kokkos::TeamPolicy<Exec>(exec, int(league), team),
-                                              Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  auto policy = team_policy(int(league), team);
   policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(V) * chunks));
   Kokkos::parallel_for(label, policy,
                        Launch{f, reinterpret_cast<V*>(scratch.data() + ticket_bytes),

@@ -3,7 +3,8 @@
 // after a setup of one to three kernels, one kernel per iteration and no
 // host synchronisation until the call's results are read, once.
 //
-// Each iteration is one parallel_reduce (IcpIteration): every thread reads
+// Each iteration is one reduction (IcpIteration; Kokkos' parallel_reduce on
+// CPUs, kernels/common/reduce_final.hpp on GPUs): every thread reads
 // the current transform from device memory, moves its source point,
 // finds the point's nearest target point (the exact walk of closest_point
 // or Wehr & Radkowski's bounded-queue search of knn_approximate, k = 1)
