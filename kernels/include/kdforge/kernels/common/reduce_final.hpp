@@ -119,9 +119,11 @@ struct TeamReduceFinal {
 
 /// Kokkos::parallel_reduce(label, RangePolicy(exec, 0, n), f) for f with a
 /// final step and no result on the host, asynchronously (see the file's
-/// comment; written for GPUs, correct on every execution space). `scratch` holds the teams' values and the ticket; it
-/// grows as needed and is kept by the caller (it must start zeroed, and
-/// calls on other execution space instances may not share it).
+/// comment; written for GPUs, correct on every execution space). The final
+/// step runs once, also for n = 0 (on f's initial value). `scratch` holds
+/// the teams' values and the ticket; it grows as needed and is kept by the
+/// caller (it must start zeroed, and calls on other execution space
+/// instances may not share it).
 template <class Exec, class F>
 void reduce_with_final(Exec const& exec, char const* label, std::int64_t n, F const& f,
                        Kokkos::View<char*, typename Exec::memory_space>& scratch) {
