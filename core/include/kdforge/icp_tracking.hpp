@@ -88,7 +88,8 @@ struct TrackingResult : IcpResult {
 };
 
 /// Scratch memory of track_frame kept between frames: icp's workspace, the
-/// cropped scan and the crop's counts and scan storage. One execution space instance at a time; movable.
+/// cropped scan and the crop's counts and scan storage. One execution space
+/// instance at a time; movable.
 template <class MemorySpace>
 class TrackingWorkspace {
  public:
@@ -98,7 +99,9 @@ class TrackingWorkspace {
   TrackingWorkspace(TrackingWorkspace&&) = default;
   TrackingWorkspace& operator=(TrackingWorkspace&&) = default;
 
-  std::size_t bytes() const { return icp.bytes() + cropped.span() + crop_flags.span() * sizeof(std::uint64_t) + scan.span(); }
+  std::size_t bytes() const {
+    return icp.bytes() + cropped.span() + crop_flags.span() * sizeof(std::uint64_t) + scan.span();
+  }
   void release() { *this = TrackingWorkspace(); }
 
   IcpWorkspace<MemorySpace> icp;             // kdforge::icp's
@@ -207,7 +210,8 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
   // The crop counts in 32-bit fields (crop.hpp), and a vendor scan may
   // take fewer items (CUB before CCCL 3: 2^31 - 1); a larger scan is
   // registered whole.
-  if (std::uint64_t(n) > std::min<std::uint64_t>(reg::crop_kept_mask, backend::max_sort_items<Exec>())) return whole();
+  if (std::uint64_t(n) > std::min<std::uint64_t>(reg::crop_kept_mask, backend::max_sort_items<Exec>()))
+    return whole();
   std::size_t const bytes = std::size_t(n) * sizeof(Point<T, 3>);
   if (ws.cropped.extent(0) < bytes) {
     ws.cropped = {};
@@ -236,9 +240,9 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
   Box<T, 3> usable_box;
   auto whole_measured = [&] {
     if constexpr (runs_on_gpu<Exec>()) {
-      Kokkos::parallel_reduce("kdforge::track::target_box", Kokkos::RangePolicy<Exec>(exec, 0, n),
-                              reg::MovedBox<T, decltype(target)>{target, reg::device_transform<double>(RigidTransform{})},
-                              usable_box);
+      Kokkos::parallel_reduce(
+          "kdforge::track::target_box", Kokkos::RangePolicy<Exec>(exec, 0, n),
+          reg::MovedBox<T, decltype(target)>{target, reg::device_transform<double>(RigidTransform{})}, usable_box);
       whole_box = &usable_box;
     }
     return whole();

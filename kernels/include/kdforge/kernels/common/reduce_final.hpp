@@ -151,7 +151,8 @@ void reduce_with_final(Exec const& exec, char const* label, std::int64_t n, F co
   std::size_t const bytes = ticket_bytes + std::size_t(league) * sizeof(V);
   if (scratch.extent(0) < bytes) {
     scratch = {};
-    scratch = Kokkos::View<char*, typename Exec::memory_space>(std::string("kdforge::reduce_with_final"), bytes); // zeroed
+    // zeroed: the ticket starts at 0
+    scratch = Kokkos::View<char*, typename Exec::memory_space>(std::string("kdforge::reduce_with_final"), bytes);
   }
   auto policy = team_policy(int(league), team);
   policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(V) * chunks));
