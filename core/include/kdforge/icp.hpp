@@ -378,6 +378,14 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   // that used it to finish: a host wait per iteration.
   auto const policy = Kokkos::Experimental::require(Kokkos::RangePolicy<Exec>(exec, 0, m),
                                                     Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  // Every pass is a reduction whose final step writes the state: Kokkos'
+  // parallel_reduce on hosts, kernels/common/reduce_final.hpp on GPUs (a
+  // third of the latency of Kokkos 3.4's Cuda reduce; docs/performance.md).
+  constexpr bool host_state = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible;
+  auto const reduce = [&](char const* label, auto const& f, auto const& out) {
+    if constexpr (host_state) Kokkos::parallel_reduce(label, policy, f, out);
+    else kernels::reduce_with_final(exec, label, m, f, ws.partials);
+  };
   {
     using F = reg::IcpSetup<T, decltype(in.source), Box<T, 3>, std::decay_t<decltype(codes)>, IndexView,
                             IndexView, State>;
@@ -396,11 +404,7 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
                    region ? double(region->lo[2]) : 0.0},
                   {region ? double(region->hi[0]) : 0.0, region ? double(region->hi[1]) : 0.0,
                    region ? double(region->hi[2]) : 0.0}};
-    // (on GPUs, as the iterations below: kernels/common/reduce_final.hpp)
-    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible)
-      Kokkos::parallel_reduce("kdforge::icp::setup", policy, setup, out);
-    else
-      kernels::reduce_with_final(exec, "kdforge::icp::setup", m, setup, ws.partials);
+    reduce("kdforge::icp::setup", setup, out);
   }
   QueryOrder const order_option = exact ? options.exact.order : options.approximate.order;
   bool const sorted = order_option != QueryOrder::as_given && m >= 2;
@@ -408,13 +412,11 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
   if (plane) {
     Kokkos::View<reg::Sums<5>, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>> out(
         reinterpret_cast<reg::Sums<5>*>(sums_at));
-    Kokkos::parallel_reduce("kdforge::icp::radius", policy,
-                            reg::IcpRadius<T, decltype(in.source), State>{in.source, d0, state}, out);
+    reduce("kdforge::icp::radius", reg::IcpRadius<T, decltype(in.source), State>{in.source, d0, state}, out);
   }
 
   // The iterations, and the measuring pass at the final transform. On
   // hosts the state is read without a copy, and the loop stops once done.
-  constexpr bool host_state = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MS>::accessible;
   reg::LoopCriteria const criteria{options.relative_rmse, options.rotation_epsilon, options.translation_epsilon,
                                    options.degenerate_ratio};
   auto const run = [&](auto const& t, auto const& nearest) {
@@ -430,17 +432,14 @@ IcpResult icp_impl(Exec const& exec, Tree const& tree, TargetPoints const& targe
       F f{t, nearest, in.source, ord, in.target, in.normals, previous, state, history, sq_cutoff, criteria, 0, false};
       for (int it = 0; it < iterations; ++it) {
         f.iteration = it;
+        reduce("kdforge::icp::iteration", f, out);
         if constexpr (host_state) {
-          Kokkos::parallel_reduce("kdforge::icp::iteration", policy, f, out);
           exec.fence();
           if (state().done) break;
-        } else {
-          kernels::reduce_with_final(exec, "kdforge::icp::iteration", m, f, ws.partials);
         }
       }
       f.measure = true;
-      if constexpr (host_state) Kokkos::parallel_reduce("kdforge::icp::measure", policy, f, out);
-      else kernels::reduce_with_final(exec, "kdforge::icp::measure", m, f, ws.partials);
+      reduce("kdforge::icp::measure", f, out);
     };
     if (plane) launch(std::true_type{});
     else launch(std::false_type{});

@@ -43,6 +43,7 @@
 #include <kdforge/icp.hpp>
 #include <kdforge/kernels/common/points.hpp>
 #include <kdforge/kernels/registration/crop.hpp>
+#include <kdforge/kernels/trees/node_boxes.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -151,24 +152,21 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
   double const motion = options.max_motion < 0 ? r : options.max_motion;
 
   // The exact search of point to point with a cutoff leaves the node boxes
-  // aside (icp.hpp; walk_tree_without_boxes), so `automatic` builds none,
-  // except on GPUs for points whose box is flat, or not known here, where
-  // the walk keeps them.
+  // aside (icp.hpp; walk_tree_without_boxes), except on GPUs for points on
+  // an axis-aligned plane or line: `automatic` then builds the tree without
+  // them, and on GPUs adds them to a tree whose bounds are flat, as its
+  // builder would have (the tree's bounds say, with no pass of their own).
   bool const boxes_aside =
       options.icp.search == IcpSearch::exact && options.icp.method == IcpMethod::point_to_point && std::isfinite(r);
-  auto box_policy = [&](NodeBoxPolicy asked, Box<T, 3> const* points_box) {
-    if (asked != NodeBoxPolicy::automatic || !boxes_aside) return asked;
-    if constexpr (runs_on_gpu<Exec>()) {
-      if (!points_box) return asked;
-      for (int d = 0; d < 3; ++d)
-        if (!(points_box->hi[d] > points_box->lo[d])) return asked;
-    }
-    return NodeBoxPolicy::never;
+  auto build_policy = [&](NodeBoxPolicy asked) {
+    return asked == NodeBoxPolicy::automatic && boxes_aside ? NodeBoxPolicy::never : asked;
   };
-  // One registration over `points` (the whole scan, or the kept part of
-  // it, whose box is `points_box` where known).
-  auto registration = [&](auto const& points, Box<T, 3> const* points_box, Box<T, 3> const* region, bool* left) {
-    auto run = [&](auto const& tree) {
+  // One registration over `points` (the whole scan, or the kept part of it).
+  auto registration = [&](auto const& points, Box<T, 3> const* region, bool* left) {
+    auto run = [&](auto tree, NodeBoxPolicy asked) {
+      if constexpr (runs_on_gpu<Exec>())
+        if (asked == NodeBoxPolicy::automatic && boxes_aside && kernels::flat_bounds(tree))
+          kernels::attach_node_boxes(exec, tree, asked);
       TrackingResult t;
       static_cast<IcpResult&>(t) = icp_impl<Exec, std::decay_t<decltype(tree)>, std::decay_t<decltype(points)>,
                                             std::decay_t<decltype(source)>, std::decay_t<decltype(points)>>(
@@ -178,15 +176,14 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
     };
     if (options.tree == TrackingTree::split_sort) {
       SplitSortOptions o = options.split_sort;
-      o.node_boxes = box_policy(o.node_boxes, points_box);
-      return run(build_split_sort(exec, points, o));
+      o.node_boxes = build_policy(o.node_boxes);
+      return run(build_split_sort(exec, points, o), options.split_sort.node_boxes);
     }
     BuildOptions o = options.left_balanced;
-    o.node_boxes = box_policy(o.node_boxes, points_box);
-    return run(build_left_balanced(exec, points, o));
+    o.node_boxes = build_policy(o.node_boxes);
+    return run(build_left_balanced(exec, points, o), options.left_balanced.node_boxes);
   };
-  Box<T, 3> const* whole_box = nullptr; // the whole scan's box, once the crop has measured it
-  auto whole = [&] { return registration(target, whole_box, nullptr, nullptr); };
+  auto whole = [&] { return registration(target, nullptr, nullptr); };
 
   std::int64_t const n = std::int64_t(target.extent(0));
   bool const can_crop = options.crop && options.icp.method == IcpMethod::point_to_point && std::isfinite(r) && r > 0 &&
@@ -233,38 +230,23 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
                        reg::CropFlags<T, decltype(target), decltype(flags)>{target, flags, keep, refuse});
   std::uint64_t const counts = backend::exclusive_scan(exec, flags, flags, ws.scan);
   std::int64_t const kept_count = std::int64_t(counts & reg::crop_kept_mask);
-  // A point the builder refuses: the whole scan, whose build says why.
-  if ((counts >> reg::crop_refused_shift) > 0) return whole();
-  // From here on a registration over the whole scan gets its box (on GPUs
-  // a flat one keeps the node boxes).
-  Box<T, 3> usable_box;
-  auto whole_measured = [&] {
-    if constexpr (runs_on_gpu<Exec>()) {
-      Kokkos::parallel_reduce(
-          "kdforge::track::target_box", Kokkos::RangePolicy<Exec>(exec, 0, n),
-          reg::MovedBox<T, decltype(target)>{target, reg::device_transform<double>(RigidTransform{})}, usable_box);
-      whole_box = &usable_box;
-    }
-    return whole();
-  };
-  // Nothing kept: too few correspondences, which icp over the whole scan
+  // A point the builder refuses: the whole scan, whose build says why;
+  // nothing kept: too few correspondences, which icp over the whole scan
   // reports with its own numbers.
-  if (kept_count == 0) return whole_measured();
+  if ((counts >> reg::crop_refused_shift) > 0 || kept_count == 0) return whole();
   Kokkos::parallel_for("kdforge::track::crop", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        reg::CropScatter<T, decltype(target), decltype(flags), Kept>{target, flags, all, keep, refuse});
   Kept const kept(all.data(), kept_count);
-  Box<T, 3> kept_box = Box<T, 3>::empty(); // only GPUs look at it (box_policy)
-  if constexpr (runs_on_gpu<Exec>()) kept_box = backend::bounding_box(exec, kept);
   bool left = false;
   // The source is processed in the Morton order of the kept points' box
   // (icp()'s order over the whole scan's box was 20% slower on an H200:
   // docs/performance.md), so the sums agree with icp()'s to rounding.
-  TrackingResult t = registration(kept, &kept_box, &region, &left);
+  TrackingResult t = registration(kept, &region, &left);
   if (!left) {
     t.cropped = true;
     return t;
   }
-  t = whole_measured();
+  t = whole();
   t.repeated = true;
   return t;
 }
