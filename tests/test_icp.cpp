@@ -935,10 +935,15 @@ TEST_CASE_TEMPLATE("track_frame with a workspace kept across frames", Exec, KDFO
     scan.resize(scan.size() - std::size_t(f == 1 ? 20000 : 0));
     auto const s = test::to_device<Exec>(scan, "scan");
     auto const m = test::to_device<Exec>(piece, "model");
+    auto const kept_made = detail::allocations_made();
     auto const a = track_frame(exec, s, m, pose, o, ws);
+    auto const fresh_made = detail::allocations_made();
     auto const b = track_frame(exec, s, m, pose, o);
     CAPTURE(f);
     CHECK(a.cropped);
+    // after the first frame the tree and its builder's scratch come from
+    // the workspace's arena, and so does most of what a frame allocates
+    if (f > 0) CHECK(2 * (fresh_made - kept_made) < detail::allocations_made() - fresh_made);
     check_same(a, b);
     CHECK(ws.bytes() > 0);
     pose = a.transform;

@@ -214,6 +214,85 @@ TEST_CASE_TEMPLATE("reserve grows a builder's scratch at least twofold, never sh
   CHECK(v.extent(0) == 0);
 }
 
+TEST_CASE_TEMPLATE("an arena serves a scope's uninitialised allocations once it has seen what a scope asks for", Exec,
+                   KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  using MS = typename Exec::memory_space;
+  using V = Kokkos::View<double*, MS>;
+  using M = Kokkos::View<std::int32_t**, Kokkos::LayoutRight, MS>;
+  auto uninit = [](std::string const& label) { return Kokkos::view_alloc(Kokkos::WithoutInitializing, label); };
+  backend::Arena<MS> arena;
+  CHECK(arena.bytes() == 0);
+  auto const before = detail::allocations_made();
+  { // the first scope allocates as usual and records what it asked for
+    backend::ArenaScope<MS> scope(arena);
+    auto a = backend::allocate<V>(uninit("a"), 1000);
+    auto b = backend::allocate<M>(uninit("b"), 3, 700);
+    CHECK(a.label() == "a"); // managed Views of their own
+    CHECK(b.label() == "b");
+  }
+  CHECK(detail::allocations_made() - before == 2);
+  CHECK(arena.bytes() == 0);
+  std::size_t size = 0;
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    backend::ArenaScope<MS> scope(arena); // grows the arena to what the last scope asked for
+    CHECK(arena.bytes() >= 1000 * sizeof(double) + 3 * 700 * sizeof(std::int32_t));
+    CHECK(arena.bytes() > size);
+    size = arena.bytes();
+    char const* base = nullptr;
+    auto const made = detail::allocations_made();
+    auto a = backend::allocate<V>(uninit("a"), 1000);
+    auto b = backend::allocate<M>(uninit("b"), 3, 700);
+    auto zeroed = backend::allocate<V>("zeroed", 10); // initialised Views are never from the arena
+    CHECK(detail::allocations_made() - made == 1);
+    CHECK(zeroed.label() == "zeroed");
+    auto inside = [&](void const* p, std::size_t bytes) {
+      if (!base) base = static_cast<char const*>(p);
+      auto const c = static_cast<char const*>(p);
+      return c >= base && c + bytes <= base + size && std::uintptr_t(c) % 64 == 0; // Kokkos::Impl::MEMORY_ALIGNMENT
+    };
+    CHECK(inside(a.data(), 1000 * sizeof(double)));
+    CHECK(inside(b.data(), 3 * 700 * sizeof(std::int32_t)));
+    CHECK((a.data() + 1000 <= static_cast<void const*>(b.data()) ||
+           static_cast<void const*>(b.data() + 2100) <= a.data())); // disjoint
+    CHECK(b.extent(0) == 3);
+    CHECK(b.extent(1) == 700);
+    // usable: written and read back through the execution space
+    Kokkos::parallel_for(Kokkos::RangePolicy<Exec>(0, 2100), KOKKOS_LAMBDA(int i) { b(i / 700, i % 700) = i; });
+    std::int64_t sum = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::RangePolicy<Exec>(0, 2100), KOKKOS_LAMBDA(int i, std::int64_t& s) { s += b(i / 700, i % 700); }, sum);
+    CHECK(sum == std::int64_t(2100) * 2099 / 2);
+    // what does not fit is allocated as usual
+    auto big = backend::allocate<V>(uninit("big"), size / sizeof(double)); // more than is left
+    CHECK(big.label() == "big");
+    CHECK(detail::allocations_made() - made == 2);
+    { // an inner scope over another arena serves, then the outer again
+      backend::Arena<MS> other;
+      {
+        backend::ArenaScope<MS> inner(other);
+        CHECK(backend::allocate<V>(uninit("c"), 1).label() == "c"); // the inner, empty arena: as usual
+      }
+      CHECK(other.bytes() == 0);
+    }
+    auto d = backend::allocate<V>(uninit("d"), 1);
+    CHECK(d.label().empty()); // from the outer arena again
+  }
+  // no scope, no arena
+  auto e = backend::allocate<V>(uninit("e"), 1);
+  CHECK(e.label() == "e");
+  // the big request was recorded: the next scope grows the arena for it,
+  // and one that asks for nothing leaves it so
+  { backend::ArenaScope<MS> scope(arena); }
+  std::size_t const grown = arena.bytes();
+  CHECK(grown > size);
+  { backend::ArenaScope<MS> scope(arena); }
+  CHECK(arena.bytes() == grown);
+  arena.release();
+  CHECK(arena.bytes() == 0);
+}
+
 TEST_CASE_TEMPLATE("every allocation of every builder may fail, and the caller's trees stay usable", Exec,
                    KDFORGE_TEST_SPACES) {
   MemoryGuard guard;

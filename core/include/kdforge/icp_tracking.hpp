@@ -89,8 +89,10 @@ struct TrackingResult : IcpResult {
 };
 
 /// Scratch memory of track_frame kept between frames: icp's workspace, the
-/// cropped scan and the crop's counts and scan storage. One execution space
-/// instance at a time; movable.
+/// cropped scan and the crop's counts and scan storage, and an arena for
+/// the tree and its builder (backend::Arena), so that a frame allocates
+/// nothing once the scans stop growing. One execution space instance at a
+/// time; movable.
 template <class MemorySpace>
 class TrackingWorkspace {
  public:
@@ -101,7 +103,7 @@ class TrackingWorkspace {
   TrackingWorkspace& operator=(TrackingWorkspace&&) = default;
 
   std::size_t bytes() const {
-    return icp.bytes() + cropped.span() + crop_flags.span() * sizeof(std::uint64_t) + scan.span();
+    return icp.bytes() + cropped.span() + crop_flags.span() * sizeof(std::uint64_t) + scan.span() + build.bytes();
   }
   void release() { *this = TrackingWorkspace(); }
 
@@ -109,6 +111,7 @@ class TrackingWorkspace {
   Kokkos::View<char*, MemorySpace> cropped;  // the kept scan points
   Kokkos::View<std::uint64_t*, MemorySpace> crop_flags; // the crop's counts, then places
   Kokkos::View<char*, MemorySpace> scan;     // the backend scan's temporary storage
+  backend::Arena<MemorySpace> build;         // the tree and its builder's scratch
 };
 
 namespace detail {
@@ -174,14 +177,24 @@ TrackingResult track_frame_impl(Exec const& exec, TargetPoints const& target_in,
       t.tree_points = std::int64_t(tree.size());
       return t;
     };
+    // The tree and the builder's scratch come from the workspace's arena:
+    // the tree dies with this registration, before the next build begins.
     if (options.tree == TrackingTree::split_sort) {
       SplitSortOptions o = options.split_sort;
       o.node_boxes = build_policy(o.node_boxes);
-      return run(build_split_sort(exec, points, o), options.split_sort.node_boxes);
+      auto tree = [&] {
+        backend::ArenaScope<MS> scope(ws.build);
+        return build_split_sort(exec, points, o);
+      }();
+      return run(tree, options.split_sort.node_boxes);
     }
     BuildOptions o = options.left_balanced;
     o.node_boxes = build_policy(o.node_boxes);
-    return run(build_left_balanced(exec, points, o), options.left_balanced.node_boxes);
+    auto tree = [&] {
+      backend::ArenaScope<MS> scope(ws.build);
+      return build_left_balanced(exec, points, o);
+    }();
+    return run(tree, options.left_balanced.node_boxes);
   };
   auto whole = [&] { return registration(target, nullptr, nullptr); };
 

@@ -142,6 +142,31 @@ void define_padding(V const& v) {
 #endif
 }
 
+/// The scratch a live ArenaScope hands out: a bump pointer over its arena.
+struct ArenaState {
+  char* base = nullptr;
+  std::size_t capacity = 0, used = 0;
+  std::size_t wanted = 0; // bytes asked for in this scope, served or not
+  static constexpr std::size_t alignment = 256;
+
+  /// `bytes` from the arena, or nullptr where it is full.
+  void* take(std::size_t bytes) {
+    std::size_t const size = (bytes + alignment - 1) / alignment * alignment;
+    wanted += size;
+    if (size > capacity - used) return nullptr;
+    void* p = base + used;
+    used += size;
+    return p;
+  }
+};
+
+/// This thread's innermost live ArenaScope over `MemorySpace`, if any.
+template <class MemorySpace>
+ArenaState*& current_arena() {
+  static thread_local ArenaState* state = nullptr;
+  return state;
+}
+
 } // namespace detail
 
 /// Constructs a View of type V as `V(prop, extents...)` would (`prop`: a
@@ -153,6 +178,10 @@ V allocate(Prop const& prop, Extents... extents) {
   using MS = typename V::memory_space;
   static_assert(sizeof...(Extents) <= 8, "kdforge::backend::allocate: at most 8 extents");
   std::size_t const bytes = V::required_allocation_size(std::size_t(extents)...);
+  if constexpr (detail::leaves_uninitialised<Prop>::value) {
+    if (detail::ArenaState* arena = detail::current_arena<MS>())
+      if (void* p = arena->take(bytes)) return V(reinterpret_cast<typename V::pointer_type>(p), extents...);
+  }
   std::string const label = detail::label_of(prop);
   detail::admit<MS>(bytes, label);
   try {
@@ -168,6 +197,66 @@ V allocate(Prop const& prop, Extents... extents) {
     kdforge::detail::throw_out_of_memory(nullptr, label, MS::name(), bytes, available_bytes_in<MS>());
   }
 }
+
+/// Memory kept for the scratch of a repeated call (a tree rebuilt every
+/// frame): while an ArenaScope over it is alive, allocate() takes the
+/// uninitialised Views of its memory space that this thread asks for from
+/// the arena instead of the memory space. An allocation in CUDA memory
+/// writes its header to the device and waits, and a release waits for the
+/// device (cmake/patches): a build of a few thousand points paid more for
+/// its dozen allocations than for its kernels. The first scope allocates as
+/// usual and records what it asked for; the next one grows the arena to
+/// that (and a quarter more) once. Movable, not copyable.
+template <class MemorySpace>
+class Arena {
+ public:
+  Arena() = default;
+  Arena(Arena const&) = delete;
+  Arena& operator=(Arena const&) = delete;
+  Arena(Arena&&) = default;
+  Arena& operator=(Arena&&) = default;
+
+  std::size_t bytes() const { return block_.span(); }
+  void release() { *this = Arena(); }
+
+ private:
+  template <class>
+  friend class ArenaScope;
+  Kokkos::View<char*, MemorySpace> block_;
+  std::size_t wanted_ = 0; // the most one scope asked for
+};
+
+/// Serves this thread's uninitialised allocations in `MemorySpace` from
+/// `arena` until it is destroyed, from its start: every View it served must
+/// be dead before the next scope over the same arena begins, and before
+/// the arena is released or destroyed. So a scope covers what is rebuilt
+/// (a tree) and nothing that outlives it (a workspace grown inside would
+/// be overwritten by the next build). Requests that do not fit are
+/// allocated as usual. Scopes nest; the innermost serves.
+template <class MemorySpace>
+class ArenaScope {
+ public:
+  explicit ArenaScope(Arena<MemorySpace>& arena) : arena_(arena), previous_(detail::current_arena<MemorySpace>()) {
+    if (arena.wanted_ > arena.block_.extent(0)) {
+      arena.block_ = {};
+      arena.block_ = allocate<Kokkos::View<char*, MemorySpace>>("kdforge::arena", arena.wanted_ + arena.wanted_ / 4);
+    }
+    state_.base = arena.block_.data();
+    state_.capacity = arena.block_.extent(0);
+    detail::current_arena<MemorySpace>() = &state_;
+  }
+  ArenaScope(ArenaScope const&) = delete;
+  ArenaScope& operator=(ArenaScope const&) = delete;
+  ~ArenaScope() {
+    detail::current_arena<MemorySpace>() = previous_;
+    if (state_.wanted > arena_.wanted_) arena_.wanted_ = state_.wanted;
+  }
+
+ private:
+  Arena<MemorySpace>& arena_;
+  detail::ArenaState* previous_;
+  detail::ArenaState state_;
+};
 
 /// Makes the View v (one run-time extent) hold at least n entries, contents undefined: a
 /// build's per-level scratch, allocated for the largest level rather than
