@@ -291,6 +291,43 @@ TEST_CASE_TEMPLATE("an arena serves a scope's uninitialised allocations once it 
   CHECK(arena.bytes() == grown);
   arena.release();
   CHECK(arena.bytes() == 0);
+
+  // one scope over an arena at a time
+  {
+    backend::ArenaScope<MS> scope(arena);
+    CHECK_THROWS_AS(backend::ArenaScope<MS>{arena}, Error);
+  }
+  { backend::ArenaScope<MS> again(arena); } // the refused one left the arena as it was
+
+  // a block the memory space refuses: scopes allocate as usual, and do not
+  // ask for a block again until the arena is released
+  backend::Arena<MS> small;
+  { // asks for 16 KiB in two pieces: the next scope wants a block of 20 KiB
+    backend::ArenaScope<MS> scope(small);
+    backend::allocate<V>(uninit("p"), 1000);
+    backend::allocate<V>(uninit("q"), 1000);
+  }
+  set_memory_limit(12000); // each piece fits, the block does not
+  for (int round = 0; round < 2; ++round) {
+    CAPTURE(round);
+    auto const made = detail::allocations_made();
+    backend::ArenaScope<MS> scope(small);
+    CHECK(detail::allocations_made() - made == (round == 0 ? 1 : 0)); // the refused block, once
+    CHECK(small.bytes() == 0);
+    auto p = backend::allocate<V>(uninit("p"), 1000);
+    CHECK(p.label() == "p");
+  }
+  set_memory_limit(0);
+  { backend::ArenaScope<MS> scope(small); }
+  CHECK(small.bytes() == 0);
+  small.release();
+  { // asks again, and is served from the next scope on
+    backend::ArenaScope<MS> scope(small);
+    backend::allocate<V>(uninit("p"), 1000);
+  }
+  backend::ArenaScope<MS> scope(small);
+  CHECK(small.bytes() >= 1000 * sizeof(double));
+  CHECK(backend::allocate<V>(uninit("p"), 1000).label().empty());
 }
 
 TEST_CASE_TEMPLATE("every allocation of every builder may fail, and the caller's trees stay usable", Exec,

@@ -90,7 +90,7 @@ struct TrackingResult : IcpResult {
 
 /// Scratch memory of track_frame kept between frames: icp's workspace, the
 /// cropped scan and the crop's counts and scan storage, and an arena for
-/// the tree and its builder (backend::Arena), so that a frame allocates
+/// the tree and its builder (backend::Arena), so that the build allocates
 /// nothing once the scans stop growing. One execution space instance at a
 /// time; movable.
 template <class MemorySpace>

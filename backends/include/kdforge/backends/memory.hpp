@@ -19,6 +19,7 @@
 // Kokkos is patched to use (cmake/patches), keeps freed blocks that
 // cudaMemGetInfo counts as used; the pool is trimmed and the allocation
 // retried before it fails, so the free memory is exact when it is reported.
+#include <kdforge/backends/host/huge_pages.hpp>
 #include <kdforge/backends/host/memory.hpp>
 #include <kdforge/base/memory.hpp>
 #include <kdforge/base/types.hpp>
@@ -151,8 +152,12 @@ struct ArenaState {
 
   /// `bytes` from the arena, or nullptr where it is full.
   void* take(std::size_t bytes) {
+    if (bytes > capacity - used) { // also where rounding up would wrap
+      wanted = bytes > std::size_t(-1) - wanted ? std::size_t(-1) : wanted + bytes;
+      return nullptr;
+    }
     std::size_t const size = (bytes + alignment - 1) / alignment * alignment;
-    wanted += size;
+    wanted = size > std::size_t(-1) - wanted ? std::size_t(-1) : wanted + size;
     if (size > capacity - used) return nullptr;
     void* p = base + used;
     used += size;
@@ -206,7 +211,9 @@ V allocate(Prop const& prop, Extents... extents) {
 /// device (cmake/patches): a build of a few thousand points paid more for
 /// its dozen allocations than for its kernels. The first scope allocates as
 /// usual and records what it asked for; the next one grows the arena to
-/// that (and a quarter more) once. Movable, not copyable.
+/// that (and a quarter more) once. Where the memory space cannot give that
+/// block, the arena stays empty and its scopes allocate as usual, until
+/// release(). Movable, not copyable.
 template <class MemorySpace>
 class Arena {
  public:
@@ -217,13 +224,17 @@ class Arena {
   Arena& operator=(Arena&&) = default;
 
   std::size_t bytes() const { return block_.span(); }
+  /// Frees the block and forgets what scopes asked for; no scope over the
+  /// arena may be alive.
   void release() { *this = Arena(); }
 
  private:
   template <class>
   friend class ArenaScope;
   Kokkos::View<char*, MemorySpace> block_;
-  std::size_t wanted_ = 0; // the most one scope asked for
+  std::size_t wanted_ = 0;                 // the most one scope asked for
+  bool refused_ = false;                   // the memory space could not give the block
+  bool in_scope_ = false;
 };
 
 /// Serves this thread's uninitialised allocations in `MemorySpace` from
@@ -232,23 +243,42 @@ class Arena {
 /// the arena is released or destroyed. So a scope covers what is rebuilt
 /// (a tree) and nothing that outlives it (a workspace grown inside would
 /// be overwritten by the next build). Requests that do not fit are
-/// allocated as usual. Scopes nest; the innermost serves.
+/// allocated as usual. Scopes over different arenas nest, the innermost
+/// serving; a second scope over an arena whose scope is alive is refused
+/// (kdforge::Error), as it would hand out the memory the first one did.
 template <class MemorySpace>
 class ArenaScope {
  public:
   explicit ArenaScope(Arena<MemorySpace>& arena) : arena_(arena), previous_(detail::current_arena<MemorySpace>()) {
-    if (arena.wanted_ > arena.block_.extent(0)) {
+    if (arena.in_scope_)
+      kdforge::detail::fail("backend::ArenaScope", "a second scope over an arena whose scope is still alive");
+    std::size_t const want = arena.wanted_ + arena.wanted_ / 4 >= arena.wanted_ ? arena.wanted_ + arena.wanted_ / 4
+                                                                                : std::size_t(-1);
+    if (arena.wanted_ > arena.block_.extent(0) && !arena.refused_) {
       arena.block_ = {};
-      arena.block_ = allocate<Kokkos::View<char*, MemorySpace>>("kdforge::arena", arena.wanted_ + arena.wanted_ / 4);
+      try {
+        // Uninitialised, marked for huge pages on hosts before anything
+        // touches it, then zeroed once: the padding of the structs it will
+        // hold is never undefined (define_padding).
+        auto block = allocate<Kokkos::View<char*, MemorySpace>>(
+            Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kdforge::arena")), want);
+        kdforge::detail::advise_huge_pages(block);
+        Kokkos::deep_copy(block, char(0));
+        arena.block_ = block;
+      } catch (OutOfMemoryError const&) {
+        arena.refused_ = true; // allocate as usual
+      }
     }
     state_.base = arena.block_.data();
     state_.capacity = arena.block_.extent(0);
     detail::current_arena<MemorySpace>() = &state_;
+    arena.in_scope_ = true;
   }
   ArenaScope(ArenaScope const&) = delete;
   ArenaScope& operator=(ArenaScope const&) = delete;
   ~ArenaScope() {
     detail::current_arena<MemorySpace>() = previous_;
+    arena_.in_scope_ = false;
     if (state_.wanted > arena_.wanted_) arena_.wanted_ = state_.wanted;
   }
 
