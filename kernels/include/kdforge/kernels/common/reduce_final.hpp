@@ -19,6 +19,8 @@
 // F: value_type (trivially copyable and default-constructible, a multiple
 // of 8 bytes), init(v), join(a, b), operator()(std::int64_t i,
 // value_type&), final(value_type&), as for Kokkos::parallel_reduce.
+#include <kdforge/backends/memory.hpp>
+
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
@@ -151,8 +153,9 @@ void reduce_with_final(Exec const& exec, char const* label, std::int64_t n, F co
   std::size_t const bytes = ticket_bytes + std::size_t(league) * sizeof(V);
   if (scratch.extent(0) < bytes) {
     scratch = {};
-    // zeroed: the ticket starts at 0
-    scratch = Kokkos::View<char*, typename Exec::memory_space>(std::string("kdforge::reduce_with_final"), bytes);
+    // zeroed (a label alone initialises): the ticket starts at 0
+    scratch = backend::allocate<Kokkos::View<char*, typename Exec::memory_space>>(
+        std::string("kdforge::reduce_with_final"), bytes);
   }
   auto policy = team_policy(int(league), team);
   policy.set_scratch_size(0, Kokkos::PerTeam(sizeof(V) * chunks));
