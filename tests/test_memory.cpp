@@ -330,6 +330,83 @@ TEST_CASE_TEMPLATE("an arena serves a scope's uninitialised allocations once it 
   CHECK(backend::allocate<V>(uninit("p"), 1000).label().empty());
 }
 
+TEST_CASE_TEMPLATE("an arena reserved in advance serves its first scope; a pause hides it", Exec, KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  using MS = typename Exec::memory_space;
+  using V = Kokkos::View<double*, MS>;
+  auto uninit = [](std::string const& label) { return Kokkos::view_alloc(Kokkos::WithoutInitializing, label); };
+  backend::Arena<MS> arena;
+  arena.reserve(3000 * sizeof(double));
+  std::size_t const size = arena.bytes();
+  CHECK(size >= 3000 * sizeof(double));
+  CHECK(size < 4000 * sizeof(double)); // what was asked for, not a quarter more
+  arena.reserve(10); // never shrinks
+  CHECK(arena.bytes() == size);
+  {
+    backend::ArenaScope<MS> scope(arena);
+    CHECK_THROWS_AS(arena.reserve(1 << 20), Error); // not while a scope is alive
+    auto const made = detail::allocations_made();
+    auto a = backend::allocate<V>(uninit("a"), 1000);
+    CHECK(a.label().empty()); // served by the first scope
+    {
+      backend::ArenaPause<MS> const pause;
+      auto own = backend::allocate<V>(uninit("own"), 1000);
+      CHECK(own.label() == "own"); // allocated as usual, outliving the scope
+      backend::Arena<MS> other; // a block of its own is never from the paused arena
+      other.reserve(1024); // 800 bytes, served in steps of 256
+      backend::ArenaScope<MS> inner(other);
+      CHECK(backend::allocate<V>(uninit("b"), 100).label().empty());
+    }
+    auto c = backend::allocate<V>(uninit("c"), 1000);
+    CHECK(c.label().empty()); // the pause is over
+    CHECK(detail::allocations_made() - made == 2); // `own` and the other arena's block
+    CHECK((c.data() >= a.data() + 1000 || c.data() + 1000 <= a.data()));
+  }
+  CHECK(arena.bytes() == size);
+  // a block the memory space refuses leaves the arena empty, and its scopes
+  // allocate as usual
+  backend::Arena<MS> refused;
+  detail::fail_allocation_after(0);
+  refused.reserve(1000);
+  detail::fail_allocation_after(-1);
+  CHECK(refused.bytes() == 0);
+  backend::ArenaScope<MS> scope(refused);
+  CHECK(backend::allocate<V>(uninit("d"), 10).label() == "d");
+}
+
+TEST_CASE_TEMPLATE("a small bucket build takes its scratch from one block", Exec, KDFORGE_TEST_SPACES) {
+  MemoryGuard guard;
+  Exec exec;
+  std::size_t const n = 3000;
+  auto const x = test::make_points<float, 3>(n, Distribution::clustered, 11);
+  Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> p("p", n, 3);
+  auto h = Kokkos::create_mirror_view(p);
+  for (std::size_t i = 0; i < n; ++i)
+    for (int d = 0; d < 3; ++d) h(i, d) = x[i][d];
+  Kokkos::deep_copy(p, h);
+  BucketOptions o;
+  o.bucket_size = 4;
+  auto const made = detail::allocations_made();
+  auto const tree = build_bucket_tree(exec, p, o);
+  // the tree's points, indices, nodes and boxes, the sorted lists, the
+  // block (on GPUs perhaps the vendor sort's storage beside): some twenty
+  // allocations before
+  CHECK(detail::allocations_made() - made <= 8);
+  CHECK(tree.size() == n);
+  CHECK(tree.height() > 8);
+  // where the memory space refuses the block (a limit of 1 MiB: each piece
+  // fits, the block does not), every piece is its own allocation, and the
+  // tree is the same
+  set_memory_limit(std::size_t(1) << 20);
+  auto const made_apart = detail::allocations_made();
+  auto const apart = build_bucket_tree(exec, p, o);
+  CHECK(detail::allocations_made() - made_apart >= 15);
+  set_memory_limit(0);
+  CHECK(to_host(tree.original_indices()) == to_host(apart.original_indices()));
+  CHECK(apart.node_count() == tree.node_count());
+  CHECK(apart.height() == tree.height());
+}
+
 TEST_CASE_TEMPLATE("every allocation of every builder may fail, and the caller's trees stay usable", Exec,
                    KDFORGE_TEST_SPACES) {
   MemoryGuard guard;

@@ -203,6 +203,39 @@ V allocate(Prop const& prop, Extents... extents) {
   }
 }
 
+/// Sets every byte of `v` to 0 and waits for it. Kokkos 3's deep_copy of a
+/// value fills a View of bytes one byte a thread; on GPUs a memset is many
+/// times faster, and an arena's block is zeroed on every build that
+/// reserves one.
+template <class V>
+void zero_bytes(V const& v) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same<typename V::memory_space, Kokkos::CudaSpace>::value) {
+    if (v.span() == 0) return;
+    if (cudaMemsetAsync(v.data(), 0, v.span() * sizeof(typename V::value_type), 0) == cudaSuccess &&
+        cudaStreamSynchronize(0) == cudaSuccess)
+      return;
+    cudaGetLastError(); // then as on hosts
+  }
+#endif
+  Kokkos::deep_copy(v, typename V::non_const_value_type(0));
+}
+
+/// Hides this thread's live ArenaScope over `MemorySpace` while alive, so
+/// that what is allocated meanwhile is allocated as usual: Views that must
+/// outlive the scope (a tree's own storage, grown during its build).
+template <class MemorySpace>
+class ArenaPause {
+ public:
+  ArenaPause() : saved_(detail::current_arena<MemorySpace>()) { detail::current_arena<MemorySpace>() = nullptr; }
+  ArenaPause(ArenaPause const&) = delete;
+  ArenaPause& operator=(ArenaPause const&) = delete;
+  ~ArenaPause() { detail::current_arena<MemorySpace>() = saved_; }
+
+ private:
+  detail::ArenaState* saved_;
+};
+
 /// Memory kept for the scratch of a repeated call (a tree rebuilt every
 /// frame): while an ArenaScope over it is alive, allocate() takes the
 /// uninitialised Views of its memory space that this thread asks for from
@@ -227,10 +260,38 @@ class Arena {
   /// Frees the block and forgets what scopes asked for; no scope over the
   /// arena may be alive.
   void release() { *this = Arena(); }
+  /// Gives the arena a block of at least `bytes` now, for a call that knows
+  /// its scratch before it starts (a build that runs once): its first scope
+  /// then serves too. The arena serves each View in steps of 256 bytes, so
+  /// count every View's size rounded up to a multiple of 256. Where the
+  /// memory space cannot give the block, the arena stays as it was and its
+  /// scopes allocate as usual. No scope over the arena may be alive.
+  void reserve(std::size_t bytes) {
+    if (in_scope_) kdforge::detail::fail("backend::Arena::reserve", "a scope over the arena is alive");
+    if (bytes > wanted_) wanted_ = bytes;
+    if (bytes > block_.extent(0) && !refused_) grow(bytes);
+  }
 
  private:
   template <class>
   friend class ArenaScope;
+  /// Replaces the block by one of `bytes`, allocated as usual: uninitialised,
+  /// marked for huge pages on hosts before anything touches it, then zeroed
+  /// once, so the padding of the structs it will hold is never undefined
+  /// (define_padding).
+  void grow(std::size_t bytes) {
+    block_ = {};
+    ArenaPause<MemorySpace> const pause; // never from another arena's live scope
+    try {
+      auto block = allocate<Kokkos::View<char*, MemorySpace>>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kdforge::arena")), bytes);
+      kdforge::detail::advise_huge_pages(block);
+      zero_bytes(block);
+      block_ = block;
+    } catch (OutOfMemoryError const&) {
+      refused_ = true; // allocate as usual
+    }
+  }
   Kokkos::View<char*, MemorySpace> block_;
   std::size_t wanted_ = 0;                 // the most one scope asked for
   bool refused_ = false;                   // the memory space could not give the block
@@ -254,21 +315,7 @@ class ArenaScope {
       kdforge::detail::fail("backend::ArenaScope", "a second scope over an arena whose scope is still alive");
     std::size_t const want = arena.wanted_ + arena.wanted_ / 4 >= arena.wanted_ ? arena.wanted_ + arena.wanted_ / 4
                                                                                 : std::size_t(-1);
-    if (arena.wanted_ > arena.block_.extent(0) && !arena.refused_) {
-      arena.block_ = {};
-      try {
-        // Uninitialised, marked for huge pages on hosts before anything
-        // touches it, then zeroed once: the padding of the structs it will
-        // hold is never undefined (define_padding).
-        auto block = allocate<Kokkos::View<char*, MemorySpace>>(
-            Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("kdforge::arena")), want);
-        kdforge::detail::advise_huge_pages(block);
-        Kokkos::deep_copy(block, char(0));
-        arena.block_ = block;
-      } catch (OutOfMemoryError const&) {
-        arena.refused_ = true; // allocate as usual
-      }
-    }
+    if (arena.wanted_ > arena.block_.extent(0) && !arena.refused_) arena.grow(want);
     state_.base = arena.block_.data();
     state_.capacity = arena.block_.extent(0);
     detail::current_arena<MemorySpace>() = &state_;

@@ -27,6 +27,14 @@
 //    position serves all D lists: every position records the node it is in,
 //    and every node its index in the level's list of splitting nodes, so a
 //    level's owners are one pass over the N positions (AssignOwners).
+//  - Small builds are bound by the host, not the GPU: a level is a handful
+//    of kernels over a few thousand entries, and each launch, allocation and
+//    wait for the device costs microseconds. So the children's boxes are
+//    read by the scatter as it writes their ranges' ends, and whether they
+//    split next is known when their parent's split is chosen (no pass of
+//    their own); the compaction counts the nodes that split next, and that
+//    count is the level's one read by the host; and the scratch of a small
+//    build comes from one block (backend::Arena).
 #include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
@@ -39,6 +47,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
@@ -105,7 +114,7 @@ struct RootBox {
 /// Per splitting node: split dimension (widest side), split value
 /// (midpoint) and the left part's size, with the median fallback; the
 /// node's record and its children's.
-template <class PV, class Order, class Boxes, class Nodes, class Split>
+template <class PV, class Order, class Boxes, class Nodes, class Split, class NextFlags = Order>
 struct ChooseSplit {
   using T = typename PV::non_const_value_type;
   using Index = typename Order::non_const_value_type;
@@ -118,6 +127,8 @@ struct ChooseSplit {
   int dim;
   int level;
   std::int64_t first_child; // children of split(a) are first_child + 2a, + 1
+  NextFlags next_flags = {}; // where given: per child (2a, 2a + 1), 1 where it splits on the next level
+  std::int64_t bucket = 0;
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
     Splitting<Index> s = split(a);
     int best = 0;
@@ -155,6 +166,10 @@ struct ChooseSplit {
     nodes(s.node) = node;
     nodes(node.left) = BucketNode<T, Index>{Index(-1), Index(-1), s.begin, Index(s.begin + left), -1, T(0)};
     nodes(node.right) = BucketNode<T, Index>{Index(-1), Index(-1), Index(s.begin + left), s.end, -1, T(0)};
+    if (next_flags.extent(0)) {
+      next_flags(2 * a) = std::int64_t(left) > bucket ? 1 : 0;
+      next_flags(2 * a + 1) = std::int64_t(count - left) > bucket ? 1 : 0;
+    }
   }
 };
 
@@ -211,7 +226,11 @@ struct LeftFlags {
 /// the front of its range, its right ones after them, each in list order
 /// (positions from the exclusive scan of the left flags); leaves' ranges
 /// stay.
-template <class Order, class Split, class Flags>
+/// Where given the points and boxes, it also reads the children's boxes off
+/// the first and last entries of their ranges as it writes them (children
+/// of split(a): first_child + 2a, + 1), in place of a pass of its own.
+template <class Order, class Split, class Flags,
+          class PV = Kokkos::View<float**, Kokkos::LayoutRight, typename Order::memory_space>, class Boxes = PV>
 struct Scatter {
   Order order;
   Order out;
@@ -220,6 +239,10 @@ struct Scatter {
   Flags scan;
   Order owners;
   std::int64_t n;
+  PV pts = {};
+  Boxes boxes = {};
+  int dim = 0;
+  std::int64_t first_child = 0;
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     std::int64_t const d = j / n, p = j - d * n;
     std::int64_t const a = owners(p);
@@ -234,29 +257,13 @@ struct Scatter {
     std::int64_t const to = flags(j) ? std::int64_t(s.begin) + lefts_before
                                      : std::int64_t(s.begin) + std::int64_t(s.left_count) + (rank - lefts_before);
     out(base + to) = order(j);
-  }
-};
-
-/// The boxes of the new children, one (child, dimension) pair per index;
-/// and, once per child, whether it splits on the next level (more than B
-/// points): flags for their compaction.
-template <class PV, class Order, class Boxes, class Nodes>
-struct ChildBoxes {
-  PV pts;
-  Order order;
-  Boxes boxes;
-  Nodes nodes;
-  Order flags;
-  std::int64_t n;
-  int dim;
-  std::int64_t first_child;
-  std::int64_t bucket;
-  KOKKOS_FUNCTION void operator()(std::int64_t j) const {
-    std::int64_t const c = j / dim;
-    int const d = int(j % dim);
-    auto const node = nodes(first_child + c);
-    read_box(pts, order, boxes, n, dim, first_child + c, node.begin, node.end, d);
-    if (d == 0) flags(c) = std::int64_t(node.end) - std::int64_t(node.begin) > bucket ? 1 : 0;
+    if (boxes.extent(0)) {
+      std::int64_t const mid = std::int64_t(s.begin) + std::int64_t(s.left_count);
+      std::int64_t const child = first_child + 2 * a + (flags(j) ? 0 : 1);
+      int const dd = int(d);
+      if (to == (flags(j) ? std::int64_t(s.begin) : mid)) boxes(child, dd) = pts(order(j), dd);
+      if (to == (flags(j) ? mid : std::int64_t(s.end)) - 1) boxes(child, dim + dd) = pts(order(j), dd);
+    }
   }
 };
 
@@ -268,7 +275,10 @@ struct CompactNext {
   Split next;
   std::int64_t first_child;
   Flags split_index = {}; // where the compacted nodes split next (bucket trees): their index in `next`, else -1
+  Flags total = {};       // where given, its one entry gets how many of the `children` nodes split next
+  std::int64_t children = 0;
   KOKKOS_FUNCTION void operator()(std::int64_t c) const {
+    if (c == children - 1 && total.extent(0)) total(0) = scan(c) + flags(c);
     if (split_index.extent(0)) split_index(first_child + c) = flags(c) ? scan(c) : -1;
     if (!flags(c)) return;
     auto const node = nodes(first_child + c);
@@ -276,6 +286,61 @@ struct CompactNext {
     next(scan(c)) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
   }
 };
+
+/// The compaction of a level of few children by one team: each thread sums
+/// the flags of a contiguous slice of the children, the team scans the
+/// slices' sums, and each thread compacts its slice (CompactNext's work,
+/// with the scan of the flags and its total) in one launch where a vendor
+/// scan and CompactNext take three. Integer sums: the same on every backend
+/// and team size.
+template <class Nodes, class Flags, class Split, class Member>
+struct CompactByTeam {
+  Nodes nodes;
+  Flags flags;
+  Split next;
+  std::int64_t first_child;
+  Flags split_index;
+  Flags total;
+  std::int64_t children;
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    using Index = typename Flags::non_const_value_type;
+    int const t = team.team_rank(), ts = team.team_size();
+    std::int64_t const per = (children + ts - 1) / ts;
+    std::int64_t const b = std::int64_t(t) * per < children ? std::int64_t(t) * per : children;
+    std::int64_t const e = b + per < children ? b + per : children;
+    Index sum = 0;
+    for (std::int64_t c = b; c < e; ++c) sum += flags(c);
+    Index at = team.team_scan(sum);
+    for (std::int64_t c = b; c < e; ++c) {
+      bool const splits = flags(c) != 0;
+      split_index(first_child + c) = splits ? at : Index(-1);
+      if (splits) {
+        auto const node = nodes(first_child + c);
+        next(at) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
+        ++at;
+      }
+    }
+    if (t == ts - 1) total(0) = at; // the last slice ends at `children`
+  }
+};
+
+/// Children a level may have for CompactByTeam to compact them: a team of
+/// 512 threads walks slices of at most 128 entries.
+inline constexpr std::int64_t team_compact_limit = std::int64_t(1) << 16;
+
+/// Threads of CompactByTeam's team: one on hosts (a slice of all children),
+/// 512 on GPUs or the most a block may have in this build.
+template <class Exec, class Functor>
+int compact_team_size(Exec const& exec, Functor const& f) {
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible) {
+    (void)exec;
+    (void)f;
+    return 1;
+  } else {
+    int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(f, Kokkos::ParallelForTag{});
+    return most < 512 ? most : 512;
+  }
+}
 
 /// The points in tree order (dimension 0's list) and their input indices.
 template <class PV, class Order, class Out, class Indices>
@@ -308,6 +373,31 @@ std::int64_t peak_bytes(std::int64_t n, std::int64_t dim) {
          4 * n * std::int64_t(sizeof(Index) + 2 * dim * sizeof(T));
 }
 
+/// Bytes of the build's scratch, rounded as an arena serves them, phase by
+/// phase: the presort (its keys, segment offsets, and the sort's buffers:
+/// at most 48 bytes an entry and 2 MiB of the vendor's storage) and the
+/// levels (the lists' second buffer, the left flags and their scan, the
+/// owners, holders and sides per position, the split indices per node, the
+/// level lists, and the scan's storage). One block of the larger serves
+/// both phases in turn (backend::Arena).
+template <class T, class Index>
+std::int64_t scratch_bytes(std::int64_t n, std::int64_t dim, std::int64_t capacity, std::int64_t level_guess) {
+  auto const round = [](std::int64_t b) { return (b + 255) / 256 * 256; };
+  std::int64_t const dn = n * dim;
+  std::int64_t const sort_phase = round(dn * std::int64_t(sizeof(Key<T>))) + round((dim + 1) * 8) + round(dn * 48) + (2 << 20);
+  std::int64_t const level_phase = 3 * round(dn * std::int64_t(sizeof(Index))) + 2 * round(n * std::int64_t(sizeof(Index))) +
+                                   round(n) + round(capacity * std::int64_t(sizeof(Index))) +
+                                   2 * round(level_guess * std::int64_t(sizeof(Splitting<Index>))) +
+                                   4 * round(level_guess * std::int64_t(sizeof(Index))) + round(dn / 8) + (256 << 10);
+  return sort_phase > level_phase ? sort_phase : level_phase;
+}
+
+/// Builds whose scratch is at most this take it from one block: below it an
+/// allocation's fixed cost (a wait for the device on GPUs) outweighs the
+/// work it serves; above it the block's zeroing would cost more than the
+/// allocations it saves.
+inline constexpr std::int64_t arena_scratch_limit = std::int64_t(64) << 20;
+
 /// The builder: `pts` is N x D, finite (checked by the caller).
 template <class Index, class Exec, class T>
 BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
@@ -320,18 +410,38 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   std::int64_t const n = std::int64_t(pts.extent(0));
   int const dim = int(pts.extent(1));
   std::int64_t const peak = peak_bytes<T, Index>(n, dim);
-  auto tree_points = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>("kdforge::bucket_tree::points", n, dim);
-  auto indices = backend::allocate<Kokkos::View<Index*, MS>>("kdforge::bucket_tree::indices", n);
+  // the tree's own Views (the points and indices: every entry written by
+  // the gather) are never from the scratch arena below
+  auto tree_points = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::points"), n, dim);
+  auto indices = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::indices"), n);
   if (n == 0)
     return Tree(tree_points, indices, backend::allocate<Kokkos::View<NodeT*, MS>>("kdforge::bucket_tree::nodes", 0),
                 backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>("kdforge::bucket_tree::boxes", 0, 2 * dim), 0, bucket,
                 peak);
   std::int64_t const dn = n * std::int64_t(dim);
 
-  // Algorithm 1: every dimension sorted once (one segmented sort)
+  // nodes and boxes grow level by level (at most 2N - 1 nodes; trees of
+  // midpoint splits have about 2.9 N / B, so one doubling at most, as a rule)
+  std::int64_t capacity = n < 512 ? 2 * n : std::min<std::int64_t>(2 * n - 1, 3 * (n / bucket) + 1024);
+  auto nodes = backend::allocate<Kokkos::View<NodeT*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::nodes"), capacity);
+  auto boxes = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::boxes"),
+                                                  capacity, 2 * dim);
   auto order = backend::allocate<Kokkos::View<Index*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order"), dn);
+
+  // The scratch of a small build comes from one block, used by the presort
+  // and then again by the levels: some twenty allocations, each a wait for
+  // the device on GPUs, cost more than such a build's kernels.
+  std::int64_t const level_guess = std::min<std::int64_t>(n, n / bucket + 1024); // splitting nodes of a level, as a rule
+  std::int64_t const scratch = scratch_bytes<T, Index>(n, dim, capacity, level_guess);
+  backend::Arena<MS> arena;
+  if (scratch <= arena_scratch_limit) arena.reserve(std::size_t(scratch));
+  std::optional<backend::ArenaScope<MS>> scope;
+
+  // Algorithm 1: every dimension sorted once (one segmented sort)
   {
     kdforge::detail::Region r("kdforge::build_bucket_tree::presort");
+    scope.emplace(arena);
     auto keys = backend::allocate<Kokkos::View<Key<T>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::keys"), dn);
     auto offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::offsets"),
                                             dim + 1);
@@ -340,14 +450,13 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     Kokkos::parallel_for("kdforge::build_bucket_tree::offsets", Kokkos::RangePolicy<Exec>(exec, 0, dim + 1),
                          SegmentOffsets<decltype(offsets)>{offsets, n});
     backend::segmented_sort_by_key(exec, keys, order, offsets);
+    // the sort's scratch dies here; the levels' reuse its block (the sort
+    // is ordered before them on `exec`, and an arena's memory is never
+    // given back to the memory space meanwhile)
   }
+  scope.reset();
+  scope.emplace(arena);
 
-  // nodes and boxes grow level by level (at most 2N - 1 nodes; trees of
-  // midpoint splits have about 2.9 N / B, so one doubling at most, as a rule)
-  std::int64_t capacity = n < 512 ? 2 * n : std::min<std::int64_t>(2 * n - 1, 3 * (n / bucket) + 1024);
-  auto nodes = backend::allocate<Kokkos::View<NodeT*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::nodes"), capacity);
-  auto boxes = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::boxes"),
-                                                  capacity, 2 * dim);
   Kokkos::deep_copy(exec, Kokkos::subview(nodes, 0), NodeT{Index(-1), Index(-1), Index(0), Index(n), -1, T(0)});
   Kokkos::parallel_for("kdforge::build_bucket_tree::root_box", Kokkos::RangePolicy<Exec>(exec, 0, dim),
                        RootBox<decltype(pts), decltype(order), decltype(boxes)>{pts, order, boxes, n, dim});
@@ -359,7 +468,6 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   Split split, next;
   Flags next_flags, next_scan;
   Kokkos::View<char*, MS> scan_space; // the vendor scans' temporary storage
-  std::int64_t const level_guess = std::min<std::int64_t>(n, n / bucket + 1024); // splitting nodes of a level, as a rule
   backend::reserve(split, level_guess, "kdforge::bucket_tree::splitting");
   backend::reserve(next, level_guess, "kdforge::bucket_tree::splitting");
   backend::reserve(next_flags, 2 * level_guess, "kdforge::bucket_tree::next_flags");
@@ -369,16 +477,22 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   std::int64_t node_count = 1;
   int level = 0;
   Flags order_out, flags, scan, owners, holder, split_index;
+  Flags level_total; // how many nodes split on the next level
+  int compact_team = 0;
+  typename Flags::HostMirror level_total_host;
   Kokkos::View<std::uint8_t*, MS> side;
   if (splitting) {
     owners = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::owners"), n);
-    holder = backend::allocate<Flags>("kdforge::bucket_tree::holder", n); // all in the root
+    holder = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::holder"), n);
+    Kokkos::deep_copy(exec, holder, Index(0)); // all in the root
     split_index = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::split_index"), capacity);
     Kokkos::deep_copy(exec, Kokkos::subview(split_index, 0), Index(0));
     order_out = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::order_out"), dn);
     flags = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::flags"), dn);
     scan = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::scan"), dn);
     side = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::side"), n);
+    level_total = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::level_total"), 1);
+    level_total_host = Kokkos::create_mirror_view(level_total);
   }
   while (splitting > 0) { // Algorithm 2, one level
     kdforge::detail::Region r("kdforge::build_bucket_tree::level");
@@ -386,13 +500,17 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     if (first_child + 2 * splitting > capacity) {
       while (first_child + 2 * splitting > capacity) capacity *= 2;
       capacity = capacity < 2 * n - 1 ? capacity : 2 * n - 1;
+      backend::resize_keeping(split_index, std::size_t(node_count), capacity);
+      backend::ArenaPause<MS> const pause; // the tree's own
       backend::resize_keeping(nodes, std::size_t(node_count), capacity);
       backend::resize_keeping(boxes, std::size_t(node_count), capacity, 2 * dim);
-      backend::resize_keeping(split_index, std::size_t(node_count), capacity);
     }
+    std::int64_t const children = 2 * splitting;
+    backend::reserve(next_flags, children, "kdforge::bucket_tree::next_flags");
+    backend::reserve(next_scan, children, "kdforge::bucket_tree::next_scan");
     Kokkos::parallel_for("kdforge::build_bucket_tree::split", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
                          ChooseSplit<decltype(pts), Flags, decltype(boxes), decltype(nodes), Split>{
-                             pts, order, boxes, nodes, split, n, dim, level, first_child});
+                             pts, order, boxes, nodes, split, n, dim, level, first_child, next_flags, bucket});
     Kokkos::parallel_for("kdforge::build_bucket_tree::owners", Kokkos::RangePolicy<Exec>(exec, 0, n),
                          AssignOwners<Flags, Flags, Split, decltype(nodes), decltype(side)>{
                              owners, holder, split_index, split, nodes, order, side, n, first_child});
@@ -400,22 +518,31 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
                          LeftFlags<Flags, decltype(side), Flags>{order, owners, side, flags, n});
     backend::exclusive_scan_async(exec, flags, scan, scan_space); // its total is not needed
     Kokkos::parallel_for("kdforge::build_bucket_tree::scatter", Kokkos::RangePolicy<Exec>(exec, 0, dn),
-                         Scatter<Flags, Split, Flags>{order, order_out, split, flags, scan, owners, n});
+                         Scatter<Flags, Split, Flags, decltype(pts), decltype(boxes)>{
+                             order, order_out, split, flags, scan, owners, n, pts, boxes, dim, first_child});
     std::swap(order, order_out);
-    std::int64_t const children = 2 * splitting;
-    // the children's boxes, and which of them split next
-    backend::reserve(next_flags, children, "kdforge::bucket_tree::next_flags");
-    backend::reserve(next_scan, children, "kdforge::bucket_tree::next_scan");
-    Kokkos::parallel_for("kdforge::build_bucket_tree::child_boxes", Kokkos::RangePolicy<Exec>(exec, 0, children * dim),
-                         ChildBoxes<decltype(pts), Flags, decltype(boxes), decltype(nodes)>{
-                             pts, order, boxes, nodes, next_flags, n, dim, first_child, bucket});
-    std::int64_t const next_count = std::int64_t(
-        backend::exclusive_scan(exec, Kokkos::subview(next_flags, std::make_pair(std::int64_t(0), children)),
-                                Kokkos::subview(next_scan, std::make_pair(std::int64_t(0), children)), scan_space));
-    backend::reserve(next, next_count, "kdforge::bucket_tree::splitting");
-    Kokkos::parallel_for("kdforge::build_bucket_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
-                         CompactNext<decltype(nodes), Flags, Split>{nodes, next_flags, next_scan, next, first_child,
-                                                                    split_index});
+    // The compaction counts the nodes that split next, and the host reads
+    // that one number: one wait for the device a level, after the level's
+    // last kernel, where a scan returning its total waits and copies more.
+    // A node that splits holds more than B points, so at most N / (B + 1)
+    // do: `next` holds them before anyone knows how many there are.
+    backend::reserve(next, std::min<std::int64_t>(children, n / (bucket + 1)), "kdforge::bucket_tree::splitting");
+    if (children <= team_compact_limit) {
+      using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
+      CompactByTeam<decltype(nodes), Flags, Split, Member> const f{nodes,       next_flags,  next,    first_child,
+                                                                  split_index, level_total, children};
+      if (compact_team == 0) compact_team = compact_team_size(exec, f);
+      Kokkos::parallel_for("kdforge::build_bucket_tree::compact_team", Kokkos::TeamPolicy<Exec>(exec, 1, compact_team), f);
+    } else {
+      backend::exclusive_scan_async(exec, Kokkos::subview(next_flags, std::make_pair(std::int64_t(0), children)),
+                                    Kokkos::subview(next_scan, std::make_pair(std::int64_t(0), children)), scan_space);
+      Kokkos::parallel_for("kdforge::build_bucket_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
+                           CompactNext<decltype(nodes), Flags, Split>{nodes, next_flags, next_scan, next, first_child,
+                                                                      split_index, level_total, children});
+    }
+    Kokkos::deep_copy(exec, level_total_host, level_total);
+    exec.fence();
+    std::int64_t const next_count = std::int64_t(level_total_host(0));
     std::swap(split, next);
     splitting = next_count;
     node_count += children;
@@ -424,9 +551,19 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   Kokkos::parallel_for("kdforge::build_bucket_tree::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        GatherPoints<decltype(pts), decltype(order), decltype(tree_points), decltype(indices)>{
                            pts, order, tree_points, indices, dim});
-  backend::resize(nodes, node_count);
-  backend::resize(boxes, node_count, 2 * dim);
-  exec.fence();
+  scope.reset();
+  // The tree keeps its first node_count rows: in place where they fill most
+  // of the allocation or what is left is small (no second allocation and
+  // copy), else copied to an allocation of their size.
+  std::int64_t const row_bytes = std::int64_t(sizeof(NodeT)) + 2 * dim * std::int64_t(sizeof(T));
+  if (4 * node_count >= 3 * capacity || (capacity - node_count) * row_bytes <= (std::int64_t(1) << 20)) {
+    nodes = Kokkos::subview(nodes, std::make_pair(std::int64_t(0), node_count));
+    boxes = Kokkos::subview(boxes, std::make_pair(std::int64_t(0), node_count), Kokkos::ALL);
+  } else {
+    backend::resize(nodes, node_count);
+    backend::resize(boxes, node_count, 2 * dim);
+  }
+  exec.fence(); // the scratch dies with this scope
   return Tree(tree_points, indices, nodes, boxes, level, bucket, peak);
 }
 
