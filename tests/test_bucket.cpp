@@ -501,6 +501,7 @@ void check_bucket_rules(Tree const& tree, std::vector<T> const& pts, std::size_t
     std::vector<std::vector<std::int64_t>> lists;
   };
   std::vector<Job> todo;
+  std::vector<char> goes_left(n, 0);
   if (n > 0) todo.push_back({Index(0), 0, root});
   std::int64_t checked = 0;
   while (!todo.empty()) {
@@ -541,7 +542,6 @@ void check_bucket_rules(Tree const& tree, std::vector<T> const& pts, std::size_t
     REQUIRE(node.split_dim == best);
     REQUIRE(node.split_value == value);
     REQUIRE(std::int64_t(nodes(node.left).end) - std::int64_t(nodes(node.left).begin) == left);
-    std::vector<char> goes_left(n, 0);
     for (std::int64_t j = 0; j < left; ++j) goes_left[std::size_t(lb[std::size_t(j)])] = 1;
     Job l{node.left, job.level + 1, {}}, r{node.right, job.level + 1, {}};
     for (auto const& list : job.lists) {
@@ -549,6 +549,7 @@ void check_bucket_rules(Tree const& tree, std::vector<T> const& pts, std::size_t
       r.lists.emplace_back();
       for (std::int64_t i : list) (goes_left[std::size_t(i)] ? l.lists.back() : r.lists.back()).push_back(i);
     }
+    for (std::int64_t j = 0; j < left; ++j) goes_left[std::size_t(lb[std::size_t(j)])] = 0; // one buffer for all nodes
     todo.push_back(std::move(r));
     todo.push_back(std::move(l));
   }

@@ -394,17 +394,15 @@ TEST_CASE_TEMPLATE("a small bucket build takes its scratch from one block", Exec
   CHECK(detail::allocations_made() - made <= 8);
   CHECK(tree.size() == n);
   CHECK(tree.height() > 8);
-  // where the memory space refuses the block (a limit of 1 MiB: each piece
-  // fits, the block does not), every piece is its own allocation, and the
-  // tree is the same
-  set_memory_limit(std::size_t(1) << 20);
-  auto const made_apart = detail::allocations_made();
-  auto const apart = build_bucket_tree(exec, p, o);
-  CHECK(detail::allocations_made() - made_apart >= 15);
-  set_memory_limit(0);
-  CHECK(to_host(tree.original_indices()) == to_host(apart.original_indices()));
-  CHECK(apart.node_count() == tree.node_count());
-  CHECK(apart.height() == tree.height());
+  // the block counts in the peak the build reports and is checked against
+  using MS = typename Exec::memory_space;
+  std::int64_t const block = kernels::bfs::scratch_block_bytes<float, std::int32_t, MS>(std::int64_t(n), 3, 4);
+  CHECK(block > 0);
+  CHECK(tree.build_peak_bytes() == kernels::bfs::peak_bytes<float, std::int32_t>(std::int64_t(n), 3) + block);
+  o.memory_limit = std::size_t(tree.build_peak_bytes()) - 1;
+  CHECK_THROWS_AS(build_bucket_tree(exec, p, o), OutOfMemoryError);
+  o.memory_limit = std::size_t(tree.build_peak_bytes());
+  CHECK(build_bucket_tree(exec, p, o).node_count() == tree.node_count());
 }
 
 TEST_CASE_TEMPLATE("every allocation of every builder may fail, and the caller's trees stay usable", Exec,
@@ -687,7 +685,8 @@ TEST_CASE_TEMPLATE("the bucket tree's up-front memory check honours the memory l
     std::string const what = e.what();
     CAPTURE(what);
     CHECK(what.find("kdforge::build_bucket_tree: out of memory") != std::string::npos);
-    CHECK(e.requested_bytes() == std::size_t(kernels::bfs::peak_bytes<float, std::int32_t>(5000, 3)));
+    CHECK(e.requested_bytes() ==
+          std::size_t(kernels::bfs::build_peak_bytes<float, std::int32_t, typename Exec::memory_space>(5000, 3, 8)));
     CHECK(e.available_bytes() <= (100u << 10));
   }
   set_memory_limit(0);

@@ -62,7 +62,7 @@ build_bucket_tree_impl(Exec const& exec, Points const& points, BucketOptions con
   detail::check_point_count<Index, Exec>(std::size_t(n), "build_bucket_tree");
   KDFORGE_REQUIRE(n * dim < (std::int64_t(1) << 31), "build_bucket_tree", n, " points x ", dim,
                   " dimensions: the sorted lists hold N x D < 2^31 entries");
-  std::int64_t const needed = kernels::bfs::peak_bytes<T, Index>(n, dim);
+  std::int64_t const needed = kernels::bfs::build_peak_bytes<T, Index, MS>(n, dim, options.bucket_size);
   std::size_t available = backend::available_bytes(exec); // within kdforge::set_memory_limit
   if (options.memory_limit > 0 && options.memory_limit < available) available = options.memory_limit;
   if (std::size_t(needed) > available)

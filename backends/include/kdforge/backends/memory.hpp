@@ -264,8 +264,9 @@ class Arena {
   /// its scratch before it starts (a build that runs once): its first scope
   /// then serves too. The arena serves each View in steps of 256 bytes, so
   /// count every View's size rounded up to a multiple of 256. Where the
-  /// memory space cannot give the block, the arena stays as it was and its
-  /// scopes allocate as usual. No scope over the arena may be alive.
+  /// memory space cannot give the block, the arena is left empty (a block it
+  /// had is freed first) and its scopes allocate as usual. No scope over the
+  /// arena may be alive.
   void reserve(std::size_t bytes) {
     if (in_scope_) kdforge::detail::fail("backend::Arena::reserve", "a scope over the arena is alive");
     if (bytes > wanted_) wanted_ = bytes;

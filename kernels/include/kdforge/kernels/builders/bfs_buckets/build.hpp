@@ -329,16 +329,19 @@ struct CompactByTeam {
 inline constexpr std::int64_t team_compact_limit = std::int64_t(1) << 16;
 
 /// Threads of CompactByTeam's team: one on hosts (a slice of all children),
-/// 512 on GPUs or the most a block may have in this build.
+/// on GPUs 512 or the largest power of two a block may have in this build
+/// (Kokkos 3's team scan needs a power of two).
 template <class Exec, class Functor>
 int compact_team_size(Exec const& exec, Functor const& f) {
-  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible) {
+  if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
     (void)exec;
     (void)f;
     return 1;
   } else {
     int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(f, Kokkos::ParallelForTag{});
-    return most < 512 ? most : 512;
+    int size = 1;
+    while (size * 2 <= most && size < 512) size *= 2;
+    return size;
   }
 }
 
@@ -373,30 +376,57 @@ std::int64_t peak_bytes(std::int64_t n, std::int64_t dim) {
          4 * n * std::int64_t(sizeof(Index) + 2 * dim * sizeof(T));
 }
 
-/// Bytes of the build's scratch, rounded as an arena serves them, phase by
-/// phase: the presort (its keys, segment offsets, and the sort's buffers:
-/// at most 48 bytes an entry and 2 MiB of the vendor's storage) and the
-/// levels (the lists' second buffer, the left flags and their scan, the
-/// owners, holders and sides per position, the split indices per node, the
-/// level lists, and the scan's storage). One block of the larger serves
-/// both phases in turn (backend::Arena).
-template <class T, class Index>
-std::int64_t scratch_bytes(std::int64_t n, std::int64_t dim, std::int64_t capacity, std::int64_t level_guess) {
-  auto const round = [](std::int64_t b) { return (b + 255) / 256 * 256; };
-  std::int64_t const dn = n * dim;
-  std::int64_t const sort_phase = round(dn * std::int64_t(sizeof(Key<T>))) + round((dim + 1) * 8) + round(dn * 48) + (2 << 20);
-  std::int64_t const level_phase = 3 * round(dn * std::int64_t(sizeof(Index))) + 2 * round(n * std::int64_t(sizeof(Index))) +
-                                   round(n) + round(capacity * std::int64_t(sizeof(Index))) +
-                                   2 * round(level_guess * std::int64_t(sizeof(Splitting<Index>))) +
-                                   4 * round(level_guess * std::int64_t(sizeof(Index))) + round(dn / 8) + (256 << 10);
-  return sort_phase > level_phase ? sort_phase : level_phase;
+/// Nodes the builder allocates first: at most 2N - 1; trees of midpoint
+/// splits have about 2.9 N / B, so one doubling at most, as a rule.
+inline std::int64_t first_node_capacity(std::int64_t n, std::int64_t bucket) {
+  return n < 512 ? 2 * n : std::min<std::int64_t>(2 * n - 1, 3 * (n / bucket) + 1024);
 }
+
+/// Splitting nodes a level has, as a rule (the level lists' first size).
+inline std::int64_t level_guess(std::int64_t n, std::int64_t bucket) { return std::min<std::int64_t>(n, n / bucket + 1024); }
 
 /// Builds whose scratch is at most this take it from one block: below it an
 /// allocation's fixed cost (a wait for the device on GPUs) outweighs the
 /// work it serves; above it the block's zeroing would cost more than the
 /// allocations it saves.
 inline constexpr std::int64_t arena_scratch_limit = std::int64_t(64) << 20;
+
+/// Bytes of the block that serves a build's scratch (backend::Arena), 0
+/// where the build allocates its scratch piece by piece (more than
+/// arena_scratch_limit). Counted as an arena serves them (in steps of 256
+/// bytes), phase by phase: the presort (its keys and segment offsets, and
+/// the sort's buffers: on GPUs CUB's composite keys, positions, alternate
+/// buffers and storage, at most 48 bytes an entry and 2 MiB; on hosts the
+/// alternate keys and values) and the levels (the lists' second buffer, the
+/// left flags and their scan, the owners, holders and sides per position,
+/// the split indices per node, the level lists and counts, and the scan's
+/// storage). One block of the larger serves both phases in turn.
+template <class T, class Index, class MemorySpace>
+std::int64_t scratch_block_bytes(std::int64_t n, std::int64_t dim, std::int64_t bucket) {
+  if (n <= bucket) return 0; // no levels, and a presort too small to matter
+  auto const round = [](std::int64_t b) { return (b + 255) / 256 * 256; };
+  std::int64_t const dn = n * dim;
+  std::int64_t const capacity = first_node_capacity(n, bucket), guess = level_guess(n, bucket);
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible;
+  std::int64_t const sort_buffers =
+      host ? round(dn * std::int64_t(sizeof(Key<T>))) + round(dn * std::int64_t(sizeof(Index))) + (64 << 10)
+           : round(dn * 48) + (2 << 20);
+  std::int64_t const sort_phase = round(dn * std::int64_t(sizeof(Key<T>))) + round((dim + 1) * 8) + sort_buffers;
+  std::int64_t const level_phase = 3 * round(dn * std::int64_t(sizeof(Index))) + 2 * round(n * std::int64_t(sizeof(Index))) +
+                                   round(n) + round(capacity * std::int64_t(sizeof(Index))) +
+                                   2 * round(guess * std::int64_t(sizeof(Splitting<Index>))) +
+                                   2 * round(2 * guess * std::int64_t(sizeof(Index))) + round(dn / 8) + (256 << 10);
+  std::int64_t const block = sort_phase > level_phase ? sort_phase : level_phase;
+  return block <= arena_scratch_limit ? block : 0;
+}
+
+/// What build() holds at its peak, estimated: peak_bytes, and the scratch
+/// block on top where there is one (it holds what peak_bytes counts as the
+/// phases' scratch, and on GPUs the presort's larger buffers).
+template <class T, class Index, class MemorySpace>
+std::int64_t build_peak_bytes(std::int64_t n, std::int64_t dim, std::int64_t bucket) {
+  return peak_bytes<T, Index>(n, dim) + scratch_block_bytes<T, Index, MemorySpace>(n, dim, bucket);
+}
 
 /// The builder: `pts` is N x D, finite (checked by the caller).
 template <class Index, class Exec, class T>
@@ -409,7 +439,7 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   kdforge::detail::Region region("kdforge::build_bucket_tree");
   std::int64_t const n = std::int64_t(pts.extent(0));
   int const dim = int(pts.extent(1));
-  std::int64_t const peak = peak_bytes<T, Index>(n, dim);
+  std::int64_t const peak = build_peak_bytes<T, Index, MS>(n, dim, bucket);
   // the tree's own Views (the points and indices: every entry written by
   // the gather) are never from the scratch arena below
   auto tree_points = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(
@@ -421,9 +451,8 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
                 peak);
   std::int64_t const dn = n * std::int64_t(dim);
 
-  // nodes and boxes grow level by level (at most 2N - 1 nodes; trees of
-  // midpoint splits have about 2.9 N / B, so one doubling at most, as a rule)
-  std::int64_t capacity = n < 512 ? 2 * n : std::min<std::int64_t>(2 * n - 1, 3 * (n / bucket) + 1024);
+  // nodes and boxes grow level by level
+  std::int64_t capacity = first_node_capacity(n, bucket);
   auto nodes = backend::allocate<Kokkos::View<NodeT*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::nodes"), capacity);
   auto boxes = backend::allocate<Kokkos::View<T**, Kokkos::LayoutRight, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::boxes"),
                                                   capacity, 2 * dim);
@@ -432,16 +461,17 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   // The scratch of a small build comes from one block, used by the presort
   // and then again by the levels: some twenty allocations, each a wait for
   // the device on GPUs, cost more than such a build's kernels.
-  std::int64_t const level_guess = std::min<std::int64_t>(n, n / bucket + 1024); // splitting nodes of a level, as a rule
-  std::int64_t const scratch = scratch_bytes<T, Index>(n, dim, capacity, level_guess);
+  std::int64_t const guess = level_guess(n, bucket);
   backend::Arena<MS> arena;
-  if (scratch <= arena_scratch_limit) arena.reserve(std::size_t(scratch));
+  if (std::int64_t const block = scratch_block_bytes<T, Index, MS>(n, dim, bucket)) arena.reserve(std::size_t(block));
+  // no scopes over an arena without a block: they would grow one
+  bool const from_block = arena.bytes() > 0;
   std::optional<backend::ArenaScope<MS>> scope;
 
   // Algorithm 1: every dimension sorted once (one segmented sort)
   {
     kdforge::detail::Region r("kdforge::build_bucket_tree::presort");
-    scope.emplace(arena);
+    if (from_block) scope.emplace(arena);
     auto keys = backend::allocate<Kokkos::View<Key<T>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::keys"), dn);
     auto offsets = backend::allocate<Kokkos::View<std::int64_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::offsets"),
                                             dim + 1);
@@ -455,7 +485,7 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     // given back to the memory space meanwhile)
   }
   scope.reset();
-  scope.emplace(arena);
+  if (from_block) scope.emplace(arena);
 
   Kokkos::deep_copy(exec, Kokkos::subview(nodes, 0), NodeT{Index(-1), Index(-1), Index(0), Index(n), -1, T(0)});
   Kokkos::parallel_for("kdforge::build_bucket_tree::root_box", Kokkos::RangePolicy<Exec>(exec, 0, dim),
@@ -468,10 +498,10 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   Split split, next;
   Flags next_flags, next_scan;
   Kokkos::View<char*, MS> scan_space; // the vendor scans' temporary storage
-  backend::reserve(split, level_guess, "kdforge::bucket_tree::splitting");
-  backend::reserve(next, level_guess, "kdforge::bucket_tree::splitting");
-  backend::reserve(next_flags, 2 * level_guess, "kdforge::bucket_tree::next_flags");
-  backend::reserve(next_scan, 2 * level_guess, "kdforge::bucket_tree::next_scan");
+  backend::reserve(split, guess, "kdforge::bucket_tree::splitting");
+  backend::reserve(next, guess, "kdforge::bucket_tree::splitting");
+  backend::reserve(next_flags, 2 * guess, "kdforge::bucket_tree::next_flags");
+  backend::reserve(next_scan, 2 * guess, "kdforge::bucket_tree::next_scan");
   std::int64_t splitting = n > bucket ? 1 : 0;
   if (splitting) Kokkos::deep_copy(exec, Kokkos::subview(split, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
   std::int64_t node_count = 1;
