@@ -378,12 +378,7 @@ TEST_CASE_TEMPLATE("a small bucket build takes its scratch from one block", Exec
   MemoryGuard guard;
   Exec exec;
   std::size_t const n = 3000;
-  auto const x = test::make_points<float, 3>(n, Distribution::clustered, 11);
-  Kokkos::View<float**, Kokkos::LayoutRight, typename Exec::memory_space> p("p", n, 3);
-  auto h = Kokkos::create_mirror_view(p);
-  for (std::size_t i = 0; i < n; ++i)
-    for (int d = 0; d < 3; ++d) h(i, d) = x[i][d];
-  Kokkos::deep_copy(p, h);
+  auto const p = as_rows<Exec>(test::make_points<float, 3>(n, Distribution::clustered, 11));
   BucketOptions o;
   o.bucket_size = 4;
   auto const made = detail::allocations_made();
