@@ -158,6 +158,8 @@ void check_bucket_tree(Tree const& tree, std::vector<T> const& pts, std::size_t 
       continue;
     }
     CHECK(node.end - node.begin > bucket);
+    REQUIRE(node.left > s); // every child after its parent: what saved trees are checked for
+    REQUIRE(node.right > s);
     auto const l = nodes(node.left), r = nodes(node.right);
     REQUIRE(l.begin == node.begin);
     REQUIRE(l.end == r.begin);
@@ -585,34 +587,55 @@ TEST_CASE_TEMPLATE("bucket trees follow the builder's rules node by node (a host
   // peel one point per level until level 32 (then medians), so the tree has
   // far more nodes than midpoint trees of spread points (about 2.9 N / B)
   // and outgrows the builder's first allocation of nodes (3 N / B + 1024):
-  // its growth is replayed too
+  // its growth is replayed too. In one dimension the team finish builds
+  // the groups (the growth after the finish); in nine (the same values
+  // along the first axis, zeros along the others) the breadth-first loop
+  // does (the growth between levels).
   std::size_t const n = 4000;
   std::int64_t const b = 8;
-  std::vector<double> x(n);
-  for (std::size_t i = 0; i < n; ++i) x[i] = double(i / 40) + std::ldexp(0.5, -int(i % 40));
-  BucketOptions o;
-  o.bucket_size = b;
-  auto const tree = build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutLeft>(x, n, 1), o);
-  REQUIRE(std::int64_t(tree.node_count()) > 3 * (std::int64_t(n) / b) + 1024);
-  check_bucket_rules(tree, x, n, 1, b);
+  REQUIRE(kernels::bfs::finish_limit >= 40);
+  REQUIRE(kernels::bfs::finish_max_dim < 9);
+  for (int const dim : {1, 9}) {
+    CAPTURE(dim);
+    std::vector<double> x(n * std::size_t(dim), 0.0);
+    for (std::size_t i = 0; i < n; ++i) x[i * std::size_t(dim)] = double(i / 40) + std::ldexp(0.5, -int(i % 40));
+    BucketOptions o;
+    o.bucket_size = b;
+    auto const tree = build_bucket_tree(exec, to_view<Exec, Kokkos::LayoutLeft>(x, n, dim), o);
+    REQUIRE(std::int64_t(tree.node_count()) > 3 * (std::int64_t(n) / b) + 1024);
+    check_bucket_rules(tree, x, n, dim, b);
+  }
 }
 
 TEST_CASE_TEMPLATE("bucket trees are identical on every backend", Exec, KDFORGE_TEST_SPACES) {
   using Host = Kokkos::DefaultHostExecutionSpace;
-  int const dim = 24;
-  std::size_t const n = 2000;
-  auto const pts = make_rows<float>(n, dim, Data::clustered, 31);
-  auto const qs = make_rows<float>(100, dim, Data::clustered, 32);
-  auto const a = build_bucket_tree(Exec{}, to_view<Exec, Kokkos::LayoutRight>(pts, n, dim));
-  auto const b = build_bucket_tree(Host{}, to_view<Host, Kokkos::LayoutRight>(pts, n, dim));
-  CHECK(to_host(a.original_indices()) == to_host(b.original_indices()));
-  CHECK(a.node_count() == b.node_count());
-  auto const ra = knn(Exec{}, a, to_view<Exec, Kokkos::LayoutRight>(qs, 100, dim), 6);
-  auto const rb = knn(Host{}, b, to_view<Host, Kokkos::LayoutRight>(qs, 100, dim), 6);
-  auto const ia = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ra.indices);
-  auto const ib = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, rb.indices);
-  for (std::size_t i = 0; i < 100; ++i)
-    for (int j = 0; j < 6; ++j) CHECK(ia(i, j) == ib(i, j));
+  // 24-D: the loop alone; 3-D: the loop, then the team finish (teams of one
+  // thread on hosts, of many on GPUs)
+  for (auto const& c : {std::pair<int, std::size_t>{24, 2000}, std::pair<int, std::size_t>{3, 20000}}) {
+    int const dim = c.first;
+    std::size_t const n = c.second;
+    CAPTURE(dim);
+    auto const pts = make_rows<float>(n, dim, Data::clustered, 31);
+    auto const qs = make_rows<float>(100, dim, Data::clustered, 32);
+    auto const a = build_bucket_tree(Exec{}, to_view<Exec, Kokkos::LayoutRight>(pts, n, dim));
+    auto const b = build_bucket_tree(Host{}, to_view<Host, Kokkos::LayoutRight>(pts, n, dim));
+    CHECK(to_host(a.original_indices()) == to_host(b.original_indices()));
+    REQUIRE(a.node_count() == b.node_count());
+    CHECK(a.height() == b.height());
+    auto const na = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.nodes());
+    auto const nb = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.nodes());
+    std::int64_t same = 0;
+    for (std::int64_t s = 0; s < std::int64_t(a.node_count()); ++s)
+      same += na(s).left == nb(s).left && na(s).right == nb(s).right && na(s).begin == nb(s).begin &&
+              na(s).end == nb(s).end && na(s).split_dim == nb(s).split_dim && na(s).split_value == nb(s).split_value;
+    CHECK(same == std::int64_t(a.node_count()));
+    auto const ra = knn(Exec{}, a, to_view<Exec, Kokkos::LayoutRight>(qs, 100, dim), 6);
+    auto const rb = knn(Host{}, b, to_view<Host, Kokkos::LayoutRight>(qs, 100, dim), 6);
+    auto const ia = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ra.indices);
+    auto const ib = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, rb.indices);
+    for (std::size_t i = 0; i < 100; ++i)
+      for (int j = 0; j < 6; ++j) CHECK(ia(i, j) == ib(i, j));
+  }
 }
 
 TEST_CASE_TEMPLATE("bucket trees refuse bad input with a clear error", Exec, KDFORGE_TEST_SPACES) {

@@ -377,7 +377,10 @@ TEST_CASE_TEMPLATE("an arena reserved in advance serves its first scope; a pause
 TEST_CASE_TEMPLATE("a small bucket build takes its scratch from one block", Exec, KDFORGE_TEST_SPACES) {
   MemoryGuard guard;
   Exec exec;
-  std::size_t const n = 3000;
+  // enough points for levels of the loop before the team finish takes the
+  // nodes of at most finish_limit points
+  std::size_t const n = 12000;
+  REQUIRE(std::int64_t(n) > kernels::bfs::finish_limit);
   auto const p = as_rows<Exec>(test::make_points<float, 3>(n, Distribution::clustered, 11));
   BucketOptions o;
   o.bucket_size = 4;
@@ -393,7 +396,9 @@ TEST_CASE_TEMPLATE("a small bucket build takes its scratch from one block", Exec
   using MS = typename Exec::memory_space;
   std::int64_t const block = kernels::bfs::scratch_block_bytes<float, std::int32_t, MS>(std::int64_t(n), 3, 4);
   CHECK(block > 0);
-  CHECK(tree.build_peak_bytes() == kernels::bfs::peak_bytes<float, std::int32_t>(std::int64_t(n), 3) + block);
+  std::int64_t const finish = kernels::bfs::finish_bytes<float, std::int32_t>(std::int64_t(n), 3, 4);
+  CHECK(finish > 0);
+  CHECK(tree.build_peak_bytes() == kernels::bfs::peak_bytes<float, std::int32_t>(std::int64_t(n), 3) + finish + block);
   o.memory_limit = std::size_t(tree.build_peak_bytes()) - 1;
   CHECK_THROWS_AS(build_bucket_tree(exec, p, o), OutOfMemoryError);
   o.memory_limit = std::size_t(tree.build_peak_bytes());

@@ -285,7 +285,7 @@ void save_tree(TreeWriter& w, VvhTree<MS, T, Index> const& tree) {
 // walks' fixed stacks would make a query read or write out of bounds or
 // never end.
 
-/// A bucket tree's nodes (breadth first, as the builder writes them):
+/// A bucket tree's nodes (as the builder numbers them, bfs_buckets/build.hpp):
 /// every child after its parent and inside the node list, every node but
 /// the root the child of exactly one, point ranges within the points,
 /// split dimensions within the dimension, and no deeper than the walk's

@@ -35,6 +35,15 @@
 //    their own); the compaction counts the nodes that split next, and that
 //    count is the level's one read by the host; and the scratch of a small
 //    build comes from one block (backend::Arena).
+//  - Nodes of at most finish_limit points (in D <= finish_max_dim) leave
+//    the loop and are finished by one team each (FinishSmall): the same
+//    levels, splits and partitions, with a team's barriers in place of a
+//    level's launches and wait (with buckets of 8, the last 7 of the 16
+//    levels of a tree of 100K points). So the tree is the one the loop
+//    alone would build, its nodes numbered otherwise: level by level above
+//    the finished nodes, then each finished subtree level by level in the
+//    order the loop put them aside. Every child still comes after its
+//    parent.
 #include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
@@ -111,9 +120,53 @@ struct RootBox {
   KOKKOS_FUNCTION void operator()(int d) const { read_box(pts, order, boxes, n, dim, 0, 0, n, d); }
 };
 
-/// Per splitting node: split dimension (widest side), split value
-/// (midpoint) and the left part's size, with the median fallback; the
-/// node's record and its children's.
+/// A node's split: dimension, value, and how many of its points go left.
+template <class T, class Index>
+struct SplitChoice {
+  int dim;
+  T value;
+  Index left;
+};
+
+/// The split of the node of range [begin, end) whose box is row `row` of
+/// `boxes`, on level `level`: the first widest side of the box, its
+/// midpoint, the median of the sorted range where the midpoint splits
+/// nothing off or from level midpoint_levels on.
+template <class PV, class Order, class Boxes, class Index>
+KOKKOS_FUNCTION SplitChoice<typename PV::non_const_value_type, Index>
+choose_split(PV const& pts, Order const& order, Boxes const& boxes, std::int64_t row, Index begin, Index end,
+             std::int64_t n, int dim, int level) {
+  using T = typename PV::non_const_value_type;
+  int best = 0;
+  T width = T(-1);
+  for (int d = 0; d < dim; ++d) {
+    T const w = boxes(row, dim + d) - boxes(row, d);
+    if (w > width) { // the first widest dimension
+      width = w;
+      best = d;
+    }
+  }
+  Index const count = end - begin;
+  T const lo = boxes(row, best), hi = boxes(row, dim + best);
+  T const mid = T(0.5 * (double(lo) + double(hi)));
+  // points with coordinate <= mid: the list is sorted, so a binary search
+  Index a_lo = begin, a_hi = end; // first position with coordinate > mid
+  while (a_lo < a_hi) {
+    Index const m = a_lo + (a_hi - a_lo) / 2;
+    if (pts(order(best * n + m), best) <= mid) a_lo = m + 1;
+    else a_hi = m;
+  }
+  Index left = a_lo - begin;
+  T value = mid;
+  if (level >= midpoint_levels || left == 0 || left == count) { // the median: always splits
+    left = count / 2;
+    value = pts(order(best * n + begin + left - 1), best);
+  }
+  return {best, value, left};
+}
+
+/// Per splitting node: its split (choose_split), the node's record and its
+/// children's.
 template <class PV, class Order, class Boxes, class Nodes, class Split, class NextFlags = Order>
 struct ChooseSplit {
   using T = typename PV::non_const_value_type;
@@ -131,38 +184,15 @@ struct ChooseSplit {
   std::int64_t bucket = 0;
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
     Splitting<Index> s = split(a);
-    int best = 0;
-    T width = T(-1);
-    for (int d = 0; d < dim; ++d) {
-      T const w = boxes(s.node, dim + d) - boxes(s.node, d);
-      if (w > width) { // the first widest dimension
-        width = w;
-        best = d;
-      }
-    }
-    Index const count = s.end - s.begin;
-    T const lo = boxes(s.node, best), hi = boxes(s.node, dim + best);
-    T const mid = T(0.5 * (double(lo) + double(hi)));
-    // points with coordinate <= mid: the list is sorted, so a binary search
-    Index a_lo = s.begin, a_hi = s.end; // first position with coordinate > mid
-    while (a_lo < a_hi) {
-      Index const m = a_lo + (a_hi - a_lo) / 2;
-      if (pts(order(best * n + m), best) <= mid) a_lo = m + 1;
-      else a_hi = m;
-    }
-    Index left = a_lo - s.begin;
-    T value = mid;
-    if (level >= midpoint_levels || left == 0 || left == count) { // the median: always splits
-      left = count / 2;
-      value = pts(order(best * n + s.begin + left - 1), best);
-    }
+    auto const c = choose_split(pts, order, boxes, std::int64_t(s.node), s.begin, s.end, n, dim, level);
+    Index const count = s.end - s.begin, left = c.left;
     s.left_count = left;
     split(a) = s;
     auto node = nodes(s.node);
     node.left = Index(first_child + 2 * a);
     node.right = Index(first_child + 2 * a + 1);
-    node.split_dim = best;
-    node.split_value = value;
+    node.split_dim = c.dim;
+    node.split_value = c.value;
     nodes(s.node) = node;
     nodes(node.left) = BucketNode<T, Index>{Index(-1), Index(-1), s.begin, Index(s.begin + left), -1, T(0)};
     nodes(node.right) = BucketNode<T, Index>{Index(-1), Index(-1), Index(s.begin + left), s.end, -1, T(0)};
@@ -222,6 +252,25 @@ struct LeftFlags {
   }
 };
 
+/// Entry j of the list that starts at `base` (dimension d, position p of
+/// splitting node s's range) to its place in the stable partition of the
+/// node's range in `out`: a left point after the `lefts_before` left ones
+/// before it, a right one after all left ones and the right ones before it.
+/// Where given the points and boxes, a child's first and last entries write
+/// its box (row `child_row`) in dimension d.
+template <class Order, class Index, class PV, class Boxes>
+KOKKOS_FUNCTION void place(Order const& in, Order const& out, PV const& pts, Boxes const& boxes, int dim, int d,
+                           std::int64_t base, std::int64_t j, std::int64_t p, Splitting<Index> const& s, bool left,
+                           std::int64_t lefts_before, std::int64_t child_row) {
+  std::int64_t const begin = std::int64_t(s.begin), mid = begin + std::int64_t(s.left_count);
+  std::int64_t const to = left ? begin + lefts_before : mid + (p - begin - lefts_before);
+  out(base + to) = in(j);
+  if (boxes.extent(0)) {
+    if (to == (left ? begin : mid)) boxes(child_row, d) = pts(in(j), d);
+    if (to == (left ? mid : std::int64_t(s.end)) - 1) boxes(child_row, dim + d) = pts(in(j), d);
+  }
+}
+
 /// The stable partition of every list: a splitting node's left points to
 /// the front of its range, its right ones after them, each in list order
 /// (positions from the exclusive scan of the left flags); leaves' ranges
@@ -252,18 +301,9 @@ struct Scatter {
     }
     auto const s = split(a);
     std::int64_t const base = d * n;
-    std::int64_t const lefts_before = std::int64_t(scan(j)) - std::int64_t(scan(base + s.begin));
-    std::int64_t const rank = p - std::int64_t(s.begin);
-    std::int64_t const to = flags(j) ? std::int64_t(s.begin) + lefts_before
-                                     : std::int64_t(s.begin) + std::int64_t(s.left_count) + (rank - lefts_before);
-    out(base + to) = order(j);
-    if (boxes.extent(0)) {
-      std::int64_t const mid = std::int64_t(s.begin) + std::int64_t(s.left_count);
-      std::int64_t const child = first_child + 2 * a + (flags(j) ? 0 : 1);
-      int const dd = int(d);
-      if (to == (flags(j) ? std::int64_t(s.begin) : mid)) boxes(child, dd) = pts(order(j), dd);
-      if (to == (flags(j) ? mid : std::int64_t(s.end)) - 1) boxes(child, dim + dd) = pts(order(j), dd);
-    }
+    bool const left = flags(j) != 0;
+    place(order, out, pts, boxes, dim, int(d), base, j, p, s, left,
+          std::int64_t(scan(j)) - std::int64_t(scan(base + s.begin)), first_child + 2 * a + (left ? 0 : 1));
   }
 };
 
@@ -278,7 +318,10 @@ struct CompactNext {
   Flags total = {};       // where given, its one entry gets how many of the `children` nodes split next
   std::int64_t children = 0;
   KOKKOS_FUNCTION void operator()(std::int64_t c) const {
-    if (c == children - 1 && total.extent(0)) total(0) = scan(c) + flags(c);
+    if (c == children - 1 && total.extent(0)) {
+      total(0) = scan(c) + flags(c);
+      if (total.extent(0) > 1) total(1) = 0; // none put aside for the team finish (CompactByTeam)
+    }
     if (split_index.extent(0)) split_index(first_child + c) = flags(c) ? scan(c) : -1;
     if (!flags(c)) return;
     auto const node = nodes(first_child + c);
@@ -287,13 +330,27 @@ struct CompactNext {
   }
 };
 
+/// A node put aside for the team finish (FinishSmall): its record, its
+/// range and its depth.
+template <class Index>
+struct Small {
+  Index node;
+  Index begin;
+  Index end;
+  Index depth;
+};
+
 /// The compaction of a level of few children by one team: each thread sums
 /// the flags of a contiguous slice of the children, the team scans the
 /// slices' sums, and each thread compacts its slice (CompactNext's work,
 /// with the scan of the flags and its total) in one launch where a vendor
 /// scan and CompactNext take three. Integer sums: the same on every backend
 /// and team size.
-template <class Nodes, class Flags, class Split, class Member>
+/// Where `small_limit` is positive, a child that splits next and holds at
+/// most that many points goes to `small` (from entry `small_at` on) for the
+/// team finish instead of to `next`; total(1) gets how many did. The two
+/// counts are scanned as one 64-bit sum, one in each half.
+template <class Nodes, class Flags, class Split, class Member, class SmallList = Kokkos::View<Small<typename Flags::non_const_value_type>*, typename Flags::memory_space>>
 struct CompactByTeam {
   Nodes nodes;
   Flags flags;
@@ -302,25 +359,40 @@ struct CompactByTeam {
   Flags split_index;
   Flags total;
   std::int64_t children;
+  SmallList small = {};
+  std::int64_t small_limit = 0;
+  std::int64_t small_at = 0;
+  int depth = 0; // the children's
+  KOKKOS_FUNCTION bool put_aside(std::int64_t c) const {
+    if (small_limit <= 0) return false;
+    auto const node = nodes(first_child + c);
+    return std::int64_t(node.end) - std::int64_t(node.begin) <= small_limit;
+  }
   KOKKOS_FUNCTION void operator()(Member const& team) const {
     using Index = typename Flags::non_const_value_type;
+    constexpr std::int64_t one_small = std::int64_t(1) << 32;
     int const t = team.team_rank(), ts = team.team_size();
     std::int64_t const per = (children + ts - 1) / ts;
     std::int64_t const b = std::int64_t(t) * per < children ? std::int64_t(t) * per : children;
     std::int64_t const e = b + per < children ? b + per : children;
-    Index sum = 0;
-    for (std::int64_t c = b; c < e; ++c) sum += flags(c);
-    Index at = team.team_scan(sum);
+    std::int64_t sum = 0;
+    for (std::int64_t c = b; c < e; ++c)
+      if (flags(c)) sum += put_aside(c) ? one_small : 1;
+    std::int64_t const at = team.team_scan(sum);
+    std::int64_t at_next = at & (one_small - 1), at_small = at >> 32;
     for (std::int64_t c = b; c < e; ++c) {
       bool const splits = flags(c) != 0;
-      split_index(first_child + c) = splits ? at : Index(-1);
-      if (splits) {
-        auto const node = nodes(first_child + c);
-        next(at) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
-        ++at;
-      }
+      bool const aside = splits && put_aside(c);
+      split_index(first_child + c) = splits && !aside ? Index(at_next) : Index(-1);
+      if (!splits) continue;
+      auto const node = nodes(first_child + c);
+      if (aside) small(small_at + at_small++) = Small<Index>{Index(first_child + c), node.begin, node.end, Index(depth)};
+      else next(at_next++) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
     }
-    if (t == ts - 1) total(0) = at; // the last slice ends at `children`
+    if (t == ts - 1) { // the last slice ends at `children`
+      total(0) = Index(at_next);
+      if (total.extent(0) > 1) total(1) = Index(at_small);
+    }
   }
 };
 
@@ -328,22 +400,281 @@ struct CompactByTeam {
 /// 512 threads walks slices of at most 128 entries.
 inline constexpr std::int64_t team_compact_limit = std::int64_t(1) << 16;
 
-/// Threads of CompactByTeam's team: one on hosts (a slice of all children),
-/// on GPUs 512 or the largest power of two a block may have in this build
-/// (Kokkos 3's team scan needs a power of two).
+/// Threads of the builder's one-team kernels: one on hosts (each team walks
+/// its work alone), on GPUs `most` or the largest power of two a block may
+/// have for this functor in this build (Kokkos 3's team scan needs a power
+/// of two).
 template <class Exec, class Functor>
-int compact_team_size(Exec const& exec, Functor const& f) {
+int team_size_for(Exec const& exec, Functor const& f, int most = 512) {
   if constexpr (Kokkos::SpaceAccessibility<Exec, Kokkos::HostSpace>::accessible) {
     (void)exec;
     (void)f;
+    (void)most;
     return 1;
   } else {
-    int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(f, Kokkos::ParallelForTag{});
+    int const cap = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(f, Kokkos::ParallelForTag{});
     int size = 1;
-    while (size * 2 <= most && size < 512) size *= 2;
+    while (size * 2 <= cap && size * 2 <= most) size *= 2;
     return size;
   }
 }
+
+/// Nodes of at most this many points are finished by one team each
+/// (FinishSmall), in points of D <= finish_max_dim dimensions: there a
+/// level of the breadth-first loop costs launches and a wait for the
+/// device, and a team's barriers far less. A team's threads walk their
+/// share of the node's entries one after another, each step a few loads
+/// from memory, so larger nodes cost more than the levels they save: on an
+/// H200, builds of 3,200 to 102,400 3-D points were fastest with limits of
+/// 512 to 1,536 and teams of 512 threads, and slower than the loop alone
+/// from 4,096 on (docs/performance.md). Higher dimensions keep the loop:
+/// their levels are bound by the work, and the finish's copies of the
+/// boxes would grow with D.
+inline constexpr std::int64_t finish_limit = 1024;
+inline constexpr int finish_max_dim = 8;
+
+/// The finish's limit for a build in `dim` dimensions with buckets of
+/// `bucket` points: 0 where it is off (no node it could take splits).
+inline std::int64_t finish_points(int dim, std::int64_t bucket) {
+  return dim <= finish_max_dim && finish_limit > bucket ? finish_limit : 0;
+}
+
+/// Bytes the team finish holds for a build of N points (0 where it is
+/// off): per position two rows of nodes and boxes and a split index, two
+/// level lists, and per put-aside node its record, count and depth, and
+/// first row.
+template <class T, class Index>
+std::int64_t finish_bytes(std::int64_t n, std::int64_t dim, std::int64_t bucket) {
+  if (finish_points(int(dim), bucket) == 0 || n <= bucket) return 0;
+  std::int64_t const smalls = n / (bucket + 1) + 1;
+  return 2 * n * std::int64_t(sizeof(BucketNode<T, Index>) + 2 * dim * sizeof(T) + sizeof(Index)) +
+         2 * n * std::int64_t(sizeof(Splitting<Index>)) + smalls * std::int64_t(sizeof(Small<Index>) + 3 * sizeof(Index));
+}
+
+/// The team finish: one team builds the whole subtree below a put-aside
+/// node (small(t), range [b, e) of m points), level by level as the loop
+/// does, with team barriers in place of launches and of the host's wait
+/// for each level's count. Its nodes are numbered locally (the put-aside
+/// node 0, the others breadth first from 1) and written to rows 2b + local
+/// of `rows` and `row_boxes` (a subtree has at most 2m - 1 nodes), with
+/// the level lists at entries [b, e) of `list_a` and `list_b`, and the
+/// positions' owners, holders, flags and scans at their own entries of the
+/// loop's arrays; so teams never share an entry. The splits are the loop's
+/// (choose_split, on the same levels), so the tree is the one the loop
+/// alone would build, numbered otherwise. results(2t), results(2t + 1): the
+/// subtree's nodes below its root, and its deepest level.
+template <class PV, class Order, class Boxes, class Nodes, class Split, class SmallList, class Side, class Member>
+struct FinishSmall {
+  using T = typename PV::non_const_value_type;
+  using Index = typename Order::non_const_value_type;
+  PV pts;
+  Order order;     // the lists, as the loop left them
+  Order order_out; // their second buffer
+  Order flags;
+  Order scan;
+  Order owners;
+  Order holder;
+  Side side;
+  Boxes boxes; // the tree's: the put-aside nodes' boxes
+  Nodes rows;
+  Boxes row_boxes;
+  Order row_split_index;
+  Split list_a;
+  Split list_b;
+  SmallList small;
+  Order results;
+  std::int64_t n;
+  int dim;
+  std::int64_t bucket;
+
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    std::int64_t const t = team.league_rank();
+    int const rank = team.team_rank(), ts = team.team_size();
+    auto const sm = small(t);
+    std::int64_t const b = std::int64_t(sm.begin), m = std::int64_t(sm.end) - b, row0 = 2 * b;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 2 * dim), [&](int c) { row_boxes(row0, c) = boxes(sm.node, c); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](std::int64_t i) { holder(b + i) = 0; });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      list_a(b) = Splitting<Index>{Index(0), sm.begin, sm.end, Index(0)};
+      row_split_index(row0) = 0;
+      rows(row0) = BucketNode<T, Index>{Index(-1), Index(-1), sm.begin, sm.end, -1, T(0)};
+    });
+    team.team_barrier();
+    std::int64_t count = 1, local_nodes = 1;
+    int sub = 0;
+    bool flip = false;
+    std::int64_t const entries = std::int64_t(dim) * m;
+    std::int64_t const per = (entries + ts - 1) / ts;
+    std::int64_t const lo = rank * per < entries ? rank * per : entries;
+    std::int64_t const hi = lo + per < entries ? lo + per : entries;
+    while (count > 0) {
+      Split const cur = flip ? list_b : list_a, nxt = flip ? list_a : list_b;
+      Order const src = flip ? order_out : order, dst = flip ? order : order_out;
+      std::int64_t const first_child = local_nodes;
+      int const level = int(sm.depth) + sub;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, count), [&](std::int64_t a) {
+        Splitting<Index> s = cur(b + a);
+        auto const c = choose_split(pts, src, row_boxes, row0 + std::int64_t(s.node), s.begin, s.end, n, dim, level);
+        s.left_count = c.left;
+        cur(b + a) = s;
+        Index const left = Index(first_child + 2 * a);
+        rows(row0 + s.node) = BucketNode<T, Index>{left, Index(left + 1), s.begin, s.end, c.dim, c.value};
+        rows(row0 + left) = BucketNode<T, Index>{Index(-1), Index(-1), s.begin, Index(s.begin + c.left), -1, T(0)};
+        rows(row0 + left + 1) = BucketNode<T, Index>{Index(-1), Index(-1), Index(s.begin + c.left), s.end, -1, T(0)};
+      });
+      team.team_barrier();
+      // owners and sides (AssignOwners)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](std::int64_t i) {
+        std::int64_t const p = b + i;
+        Index const a = row_split_index(row0 + holder(p));
+        owners(p) = a;
+        if (a < 0) return;
+        auto const s = cur(b + a);
+        bool const right = p - std::int64_t(s.begin) >= std::int64_t(s.left_count);
+        holder(p) = Index(first_child + 2 * std::int64_t(a) + (right ? 1 : 0));
+        int const d = rows(row0 + s.node).split_dim;
+        side(src(d * n + p)) = right ? 1 : 0;
+      });
+      team.team_barrier();
+      // left flags (LeftFlags) and their exclusive scan over the D lists'
+      // ranges, one after another, each thread a contiguous slice of them
+      Index sum = 0;
+      for (std::int64_t j = lo; j < hi; ++j) {
+        std::int64_t const d = j / m, p = b + (j - d * m);
+        Index const f = owners(p) >= 0 && side(src(d * n + p)) == 0 ? 1 : 0;
+        flags(d * n + p) = f;
+        sum += f;
+      }
+      Index at = team.team_scan(sum);
+      for (std::int64_t j = lo; j < hi; ++j) {
+        std::int64_t const d = j / m, p = b + (j - d * m);
+        scan(d * n + p) = at;
+        at += flags(d * n + p);
+      }
+      team.team_barrier();
+      // the partition (Scatter)
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, entries), [&](std::int64_t j) {
+        std::int64_t const d = j / m, p = b + (j - d * m), base = d * n;
+        Index const a = owners(p);
+        if (a < 0) {
+          dst(base + p) = src(base + p);
+          return;
+        }
+        auto const s = cur(b + a);
+        bool const left = flags(base + p) != 0;
+        place(src, dst, pts, row_boxes, dim, int(d), base, base + p, p, s, left,
+              std::int64_t(scan(base + p)) - std::int64_t(scan(base + s.begin)),
+              row0 + first_child + 2 * std::int64_t(a) + (left ? 0 : 1));
+      });
+      team.team_barrier();
+      // the next level's list (CompactByTeam)
+      std::int64_t const children = 2 * count;
+      std::int64_t const cper = (children + ts - 1) / ts;
+      std::int64_t const cb = rank * cper < children ? rank * cper : children;
+      std::int64_t const ce = cb + cper < children ? cb + cper : children;
+      auto const splits = [&](std::int64_t c) {
+        auto const node = rows(row0 + first_child + c);
+        return std::int64_t(node.end) - std::int64_t(node.begin) > bucket;
+      };
+      Index csum = 0;
+      for (std::int64_t c = cb; c < ce; ++c) csum += splits(c) ? 1 : 0;
+      Index cat = team.team_scan(csum);
+      for (std::int64_t c = cb; c < ce; ++c) {
+        bool const sp = splits(c);
+        row_split_index(row0 + first_child + c) = sp ? cat : Index(-1);
+        if (sp) {
+          auto const node = rows(row0 + first_child + c);
+          nxt(b + cat) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
+          ++cat;
+        }
+      }
+      Index next_count = cat; // the last slice ends at `children`
+      team.team_broadcast(next_count, ts - 1);
+      team.team_barrier();
+      local_nodes += children;
+      count = next_count;
+      ++sub;
+      flip = !flip;
+    }
+    // the gather reads dimension 0's list from `order`: after an odd number
+    // of levels the subtree's part of it is in `order_out`
+    if (flip) Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](std::int64_t i) { order(b + i) = order_out(b + i); });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      results(2 * t) = Index(local_nodes - 1);
+      results(2 * t + 1) = Index(int(sm.depth) + sub);
+    });
+  }
+};
+
+/// One team over the finished subtrees: the first row of each one's nodes
+/// (rows from `first_row` on, in the order of `small`), the rows in all
+/// (total(0)) and the deepest level (total(1)).
+template <class Flags, class Member>
+struct FinishOffsets {
+  Flags results;
+  Flags first_rows;
+  Flags total;
+  std::int64_t smalls;
+  std::int64_t first_row;
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    using Index = typename Flags::non_const_value_type;
+    int const t = team.team_rank(), ts = team.team_size();
+    std::int64_t const per = (smalls + ts - 1) / ts;
+    std::int64_t const b = std::int64_t(t) * per < smalls ? std::int64_t(t) * per : smalls;
+    std::int64_t const e = b + per < smalls ? b + per : smalls;
+    std::int64_t sum = 0;
+    Index deepest = 0;
+    for (std::int64_t c = b; c < e; ++c) {
+      sum += std::int64_t(results(2 * c));
+      deepest = results(2 * c + 1) > deepest ? results(2 * c + 1) : deepest;
+    }
+    std::int64_t at = first_row + team.team_scan(sum);
+    for (std::int64_t c = b; c < e; ++c) {
+      first_rows(c) = Index(at);
+      at += std::int64_t(results(2 * c));
+    }
+    team.team_reduce(Kokkos::Max<Index>(deepest));
+    if (t == ts - 1) {
+      total(0) = Index(at);
+      total(1) = deepest;
+    }
+  }
+};
+
+/// The finished subtrees' rows into the tree, one team each: local node j
+/// > 0 of subtree t to row first_rows(t) + j - 1, its children's links
+/// likewise; local node 0's record (its split and links) to the put-aside
+/// node's row.
+template <class Nodes, class Boxes, class Flags, class SmallList, class Member>
+struct FinishCopy {
+  Nodes nodes;
+  Boxes boxes;
+  Nodes rows;
+  Boxes row_boxes;
+  SmallList small;
+  Flags results;
+  Flags first_rows;
+  int dim;
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    using Index = typename Flags::non_const_value_type;
+    std::int64_t const t = team.league_rank();
+    auto const sm = small(t);
+    std::int64_t const row0 = 2 * std::int64_t(sm.begin), first = std::int64_t(first_rows(t));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, std::int64_t(results(2 * t)) + 1), [&](std::int64_t j) {
+      auto node = rows(row0 + j);
+      if (!node.is_leaf()) {
+        node.left = Index(first + node.left - 1);
+        node.right = Index(first + node.right - 1);
+      }
+      if (j == 0) {
+        nodes(sm.node) = node;
+        return;
+      }
+      nodes(first + j - 1) = node;
+      for (int c = 0; c < 2 * dim; ++c) boxes(first + j - 1, c) = row_boxes(row0 + j, c);
+    });
+  }
+};
 
 /// The points in tree order (dimension 0's list) and their input indices.
 template <class PV, class Order, class Out, class Indices>
@@ -416,16 +747,20 @@ std::int64_t scratch_block_bytes(std::int64_t n, std::int64_t dim, std::int64_t 
                                    round(n) + round(capacity * std::int64_t(sizeof(Index))) +
                                    2 * round(guess * std::int64_t(sizeof(Splitting<Index>))) +
                                    2 * round(2 * guess * std::int64_t(sizeof(Index))) + round(dn / 8) + (256 << 10);
-  std::int64_t const block = sort_phase > level_phase ? sort_phase : level_phase;
+  // the team finish's (finish_bytes), in 8 Views
+  std::int64_t const finish = finish_bytes<T, Index>(n, dim, bucket);
+  std::int64_t const block = std::max(sort_phase, level_phase + (finish > 0 ? finish + 8 * 256 : 0));
   return block <= arena_scratch_limit ? block : 0;
 }
 
-/// What build() holds at its peak, estimated: peak_bytes, and the scratch
-/// block on top where there is one (it holds what peak_bytes counts as the
-/// phases' scratch, and on GPUs the presort's larger buffers).
+/// What build() holds at its peak, estimated: peak_bytes and the team
+/// finish's scratch, and the scratch block on top where there is one (it
+/// holds what those count as the phases' scratch, and on GPUs the presort's
+/// larger buffers).
 template <class T, class Index, class MemorySpace>
 std::int64_t build_peak_bytes(std::int64_t n, std::int64_t dim, std::int64_t bucket) {
-  return peak_bytes<T, Index>(n, dim) + scratch_block_bytes<T, Index, MemorySpace>(n, dim, bucket);
+  return peak_bytes<T, Index>(n, dim) + finish_bytes<T, Index>(n, dim, bucket) +
+         scratch_block_bytes<T, Index, MemorySpace>(n, dim, bucket);
 }
 
 /// The builder: `pts` is N x D, finite (checked by the caller).
@@ -502,16 +837,30 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   backend::reserve(next, guess, "kdforge::bucket_tree::splitting");
   backend::reserve(next_flags, 2 * guess, "kdforge::bucket_tree::next_flags");
   backend::reserve(next_scan, 2 * guess, "kdforge::bucket_tree::next_scan");
+  // Nodes of at most small_limit points are put aside as the loop meets
+  // them, and each is finished by one team after it (FinishSmall).
+  std::int64_t const small_limit = finish_points(dim, bucket);
+  using SmallList = Kokkos::View<Small<Index>*, MS>;
+  SmallList small;
+  std::int64_t small_count = 0;
+  if (small_limit > 0 && n > bucket) // put-aside nodes hold more than B points each, and none share one
+    small = backend::allocate<SmallList>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::small"),
+                                         n / (bucket + 1) + 1);
   std::int64_t splitting = n > bucket ? 1 : 0;
+  if (splitting && n <= small_limit) {
+    Kokkos::deep_copy(exec, Kokkos::subview(small, 0), Small<Index>{Index(0), Index(0), Index(n), Index(0)});
+    small_count = 1;
+    splitting = 0;
+  }
   if (splitting) Kokkos::deep_copy(exec, Kokkos::subview(split, 0), Splitting<Index>{Index(0), Index(0), Index(n), Index(0)});
   std::int64_t node_count = 1;
   int level = 0;
   Flags order_out, flags, scan, owners, holder, split_index;
-  Flags level_total; // how many nodes split on the next level
+  Flags level_total; // how many nodes split on the next level, and how many were put aside
   int compact_team = 0;
   typename Flags::HostMirror level_total_host;
   Kokkos::View<std::uint8_t*, MS> side;
-  if (splitting) {
+  if (n > bucket) {
     owners = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::owners"), n);
     holder = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::holder"), n);
     Kokkos::deep_copy(exec, holder, Index(0)); // all in the root
@@ -521,7 +870,7 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     flags = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::flags"), dn);
     scan = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::scan"), dn);
     side = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::side"), n);
-    level_total = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::level_total"), 1);
+    level_total = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::level_total"), 2);
     level_total_host = Kokkos::create_mirror_view(level_total);
   }
   while (splitting > 0) { // Algorithm 2, one level
@@ -559,9 +908,9 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     backend::reserve(next, std::min<std::int64_t>(children, n / (bucket + 1)), "kdforge::bucket_tree::splitting");
     if (children <= team_compact_limit) {
       using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
-      CompactByTeam<decltype(nodes), Flags, Split, Member> const f{nodes,       next_flags,  next,    first_child,
-                                                                  split_index, level_total, children};
-      if (compact_team == 0) compact_team = compact_team_size(exec, f);
+      CompactByTeam<decltype(nodes), Flags, Split, Member> const f{
+          nodes, next_flags, next, first_child, split_index, level_total, children, small, small_limit, small_count, level + 1};
+      if (compact_team == 0) compact_team = team_size_for(exec, f);
       Kokkos::parallel_for("kdforge::build_bucket_tree::compact_team", Kokkos::TeamPolicy<Exec>(exec, 1, compact_team), f);
     } else {
       backend::exclusive_scan_async(exec, Kokkos::subview(next_flags, std::make_pair(std::int64_t(0), children)),
@@ -573,10 +922,47 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     Kokkos::deep_copy(exec, level_total_host, level_total);
     exec.fence();
     std::int64_t const next_count = std::int64_t(level_total_host(0));
+    small_count += std::int64_t(level_total_host(1));
     std::swap(split, next);
     splitting = next_count;
     node_count += children;
     ++level;
+  }
+  if (small_count > 0) { // the team finish
+    kdforge::detail::Region r("kdforge::build_bucket_tree::finish");
+    using Nodes = Kokkos::View<NodeT*, MS>;
+    using Boxes = Kokkos::View<T**, Kokkos::LayoutRight, MS>;
+    auto const alloc = [](std::string const& label) { return Kokkos::view_alloc(Kokkos::WithoutInitializing, label); };
+    auto rows = backend::allocate<Nodes>(alloc("kdforge::bucket_tree::finish_rows"), 2 * n);
+    auto row_boxes = backend::allocate<Boxes>(alloc("kdforge::bucket_tree::finish_boxes"), 2 * n, 2 * dim);
+    auto row_split_index = backend::allocate<Flags>(alloc("kdforge::bucket_tree::finish_split_index"), 2 * n);
+    auto list_a = backend::allocate<Split>(alloc("kdforge::bucket_tree::finish_list"), n);
+    auto list_b = backend::allocate<Split>(alloc("kdforge::bucket_tree::finish_list"), n);
+    auto results = backend::allocate<Flags>(alloc("kdforge::bucket_tree::finish_results"), 2 * small_count);
+    auto first_rows = backend::allocate<Flags>(alloc("kdforge::bucket_tree::finish_first_rows"), small_count);
+    using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
+    FinishSmall<decltype(pts), Flags, Boxes, Nodes, Split, SmallList, decltype(side), Member> const finish{
+        pts,  order,  order_out, flags,  scan,   owners, holder,  side, boxes, rows, row_boxes, row_split_index,
+        list_a, list_b, small,   results, n,     dim,    bucket};
+    Kokkos::parallel_for("kdforge::build_bucket_tree::finish",
+                         Kokkos::TeamPolicy<Exec>(exec, small_count, team_size_for(exec, finish)), finish);
+    FinishOffsets<Flags, Member> const offsets{results, first_rows, level_total, small_count, node_count};
+    Kokkos::parallel_for("kdforge::build_bucket_tree::finish_offsets",
+                         Kokkos::TeamPolicy<Exec>(exec, 1, team_size_for(exec, offsets)), offsets);
+    Kokkos::deep_copy(exec, level_total_host, level_total);
+    exec.fence();
+    std::int64_t const rows_total = std::int64_t(level_total_host(0));
+    level = std::max(level, int(level_total_host(1)));
+    if (rows_total > capacity) {
+      capacity = rows_total;
+      backend::ArenaPause<MS> const pause; // the tree's own
+      backend::resize_keeping(nodes, std::size_t(node_count), capacity);
+      backend::resize_keeping(boxes, std::size_t(node_count), capacity, 2 * dim);
+    }
+    FinishCopy<Nodes, Boxes, Flags, SmallList, Member> const copy{nodes, boxes, rows, row_boxes, small, results, first_rows, dim};
+    Kokkos::parallel_for("kdforge::build_bucket_tree::finish_copy",
+                         Kokkos::TeamPolicy<Exec>(exec, small_count, team_size_for(exec, copy, 64)), copy);
+    node_count = rows_total;
   }
   Kokkos::parallel_for("kdforge::build_bucket_tree::gather", Kokkos::RangePolicy<Exec>(exec, 0, n),
                        GatherPoints<decltype(pts), decltype(order), decltype(tree_points), decltype(indices)>{
