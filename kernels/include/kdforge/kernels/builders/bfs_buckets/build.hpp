@@ -37,13 +37,14 @@
 //    build comes from one block (backend::Arena).
 //  - Nodes of at most finish_limit points (in D <= finish_max_dim) leave
 //    the loop and are finished by one team each (FinishSmall): the same
-//    levels, splits and partitions, with a team's barriers in place of a
-//    level's launches and wait (with buckets of 8, the last 7 of the 16
-//    levels of a tree of 100K points). So the tree is the one the loop
-//    alone would build, its nodes numbered otherwise: level by level above
-//    the finished nodes, then each finished subtree level by level in the
-//    order the loop put them aside. Every child still comes after its
-//    parent.
+//    levels, splits and partitions, on the node's lists copied to the
+//    team's scratch (shared memory on GPUs), with a team's barriers in
+//    place of a level's launches and wait (with buckets of 8, the last 7
+//    of the 16 levels of a tree of 100K points). So the tree is the one
+//    the loop alone would build, its nodes numbered otherwise: level by
+//    level above the finished nodes, then each finished subtree level by
+//    level in the order the loop put them aside. Every child still comes
+//    after its parent.
 #include <kdforge/backends/memory.hpp>
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
@@ -422,81 +423,138 @@ int team_size_for(Exec const& exec, Functor const& f, int most = 512) {
 /// Nodes of at most this many points are finished by one team each
 /// (FinishSmall), in points of D <= finish_max_dim dimensions: there a
 /// level of the breadth-first loop costs launches and a wait for the
-/// device, and a team's barriers far less. A team's threads walk their
-/// share of the node's entries one after another, each step a few loads
-/// from memory, so larger nodes cost more than the levels they save: on an
-/// H200, builds of 3,200 to 102,400 3-D points were fastest with limits of
-/// 512 to 1,536 and teams of 512 threads, and slower than the loop alone
-/// from 4,096 on (docs/performance.md). Higher dimensions keep the loop:
-/// their levels are bound by the work, and the finish's copies of the
-/// boxes would grow with D.
+/// device, and a team's barriers far less. The team keeps the node's lists
+/// in its scratch (shared memory on GPUs), at most finish_scratch_budget
+/// bytes, which bounds the nodes it takes in D dimensions
+/// (finish_points). Higher dimensions keep the loop: their levels are
+/// bound by the work, and the finish's copies of the boxes would grow with
+/// D.
 inline constexpr std::int64_t finish_limit = 1024;
 inline constexpr int finish_max_dim = 8;
+/// The team scratch of one finishing team, the same on every backend (so
+/// are the trees' numbering): under the 48 KiB a GPU block may have
+/// without asking for more.
+inline constexpr std::int64_t finish_scratch_budget = std::int64_t(40) << 10;
 
-/// The finish's limit for a build in `dim` dimensions with buckets of
-/// `bucket` points: 0 where it is off (no node it could take splits).
-inline std::int64_t finish_points(int dim, std::int64_t bucket) {
-  return dim <= finish_max_dim && finish_limit > bucket ? finish_limit : 0;
+/// A splitting node inside the team finish: its local number, its range of
+/// the team's positions, its left part's size and split dimension.
+struct LocalSplit {
+  std::uint16_t node;
+  std::uint16_t begin;
+  std::uint16_t end;
+  std::uint16_t left;
+  std::int16_t dim;
+  std::uint16_t unused;
+};
+
+/// Bytes of team scratch for nodes of at most `m` points in `dim`
+/// dimensions, buckets of `bucket` points: per position its point's index,
+/// its entries in both buffers of the D lists and in their scan (one more
+/// at the end), its point's side, its owner and holder, two local nodes'
+/// split indices; the level lists, twice; each piece rounded to 16 bytes.
+template <class Index>
+KOKKOS_INLINE_FUNCTION std::int64_t finish_scratch_bytes(std::int64_t m, int dim, std::int64_t bucket) {
+  auto const round = [](std::int64_t b) { return (b + 15) / 16 * 16; };
+  std::int64_t const lists = m / (bucket + 1) + 1;
+  return round(m * std::int64_t(sizeof(Index))) + 2 * round(dim * m * 2) + round((dim * m + 1) * 2) + round(m) +
+         2 * round(m * 2) + round(2 * m * 2) + 2 * round(lists * std::int64_t(sizeof(LocalSplit)));
 }
 
-/// Bytes the team finish holds for a build of N points (0 where it is
-/// off): per position two rows of nodes and boxes and a split index, two
-/// level lists, and per put-aside node its record, count and depth, and
-/// first row.
+/// The finish's limit for a build in `dim` dimensions with buckets of
+/// `bucket` points: the largest node (at most finish_limit points) whose
+/// lists fit the team's scratch; 0 where the finish is off (no node it
+/// could take splits).
+template <class Index>
+std::int64_t finish_points(int dim, std::int64_t bucket) {
+  if (dim > finish_max_dim) return 0;
+  std::int64_t m = finish_limit;
+  while (m > bucket && finish_scratch_bytes<Index>(m, dim, bucket) > finish_scratch_budget) m -= 16;
+  return m > bucket ? m : 0;
+}
+
+/// Bytes the team finish holds in memory for a build of N points (0 where
+/// it is off): two rows of nodes and boxes per position, and per put-aside
+/// node its record, count, depth and first row.
 template <class T, class Index>
 std::int64_t finish_bytes(std::int64_t n, std::int64_t dim, std::int64_t bucket) {
-  if (finish_points(int(dim), bucket) == 0 || n <= bucket) return 0;
+  if (finish_points<Index>(int(dim), bucket) == 0 || n <= bucket) return 0;
   std::int64_t const smalls = n / (bucket + 1) + 1;
-  return 2 * n * std::int64_t(sizeof(BucketNode<T, Index>) + 2 * dim * sizeof(T) + sizeof(Index)) +
-         2 * n * std::int64_t(sizeof(Splitting<Index>)) + smalls * std::int64_t(sizeof(Small<Index>) + 3 * sizeof(Index));
+  return 2 * n * std::int64_t(sizeof(BucketNode<T, Index>) + 2 * dim * sizeof(T)) +
+         smalls * std::int64_t(sizeof(Small<Index>) + 3 * sizeof(Index));
 }
 
 /// The team finish: one team builds the whole subtree below a put-aside
 /// node (small(t), range [b, e) of m points), level by level as the loop
 /// does, with team barriers in place of launches and of the host's wait
-/// for each level's count. Its nodes are numbered locally (the put-aside
-/// node 0, the others breadth first from 1) and written to rows 2b + local
-/// of `rows` and `row_boxes` (a subtree has at most 2m - 1 nodes), with
-/// the level lists at entries [b, e) of `list_a` and `list_b`, and the
-/// positions' owners, holders, flags and scans at their own entries of the
-/// loop's arrays; so teams never share an entry. The splits are the loop's
-/// (choose_split, on the same levels), so the tree is the one the loop
-/// alone would build, numbered otherwise. results(2t), results(2t + 1): the
-/// subtree's nodes below its root, and its deepest level.
-template <class PV, class Order, class Boxes, class Nodes, class Split, class SmallList, class Side, class Member>
+/// for each level's count. The team copies the node's D lists into its
+/// scratch as local numbers (k: the point at position b + k of dimension
+/// 0's list; `slot` maps a point to its k), and keeps there all the loop's
+/// per-position arrays (sides, owners, holders, flags by their scan) and
+/// its level lists: its steps read shared memory where the loop's read
+/// memory. Its nodes are numbered locally (the put-aside node 0, the others
+/// breadth first from 1) and written to rows 2b + local of `rows` and
+/// `row_boxes` (a subtree has at most 2m - 1 nodes), so teams never share
+/// an entry. The splits are the loop's (the rules of choose_split, on the
+/// same levels), so the tree is the one the loop alone would build,
+/// numbered otherwise. results(2t), results(2t + 1): the subtree's nodes
+/// below its root, and its deepest level.
+template <class PV, class Order, class Boxes, class Nodes, class SmallList, class Member>
 struct FinishSmall {
   using T = typename PV::non_const_value_type;
   using Index = typename Order::non_const_value_type;
   PV pts;
-  Order order;     // the lists, as the loop left them
-  Order order_out; // their second buffer
-  Order flags;
-  Order scan;
-  Order owners;
-  Order holder;
-  Side side;
+  Order order; // the lists, as the loop left them; dimension 0's gets the subtrees' order
+  Order slot;  // per point
   Boxes boxes; // the tree's: the put-aside nodes' boxes
   Nodes rows;
   Boxes row_boxes;
-  Order row_split_index;
-  Split list_a;
-  Split list_b;
   SmallList small;
   Order results;
   std::int64_t n;
   int dim;
   std::int64_t bucket;
+  std::int64_t cap; // finish_points: the scratch is carved for nodes of this many points
 
   KOKKOS_FUNCTION void operator()(Member const& team) const {
     std::int64_t const t = team.league_rank();
     int const rank = team.team_rank(), ts = team.team_size();
     auto const sm = small(t);
     std::int64_t const b = std::int64_t(sm.begin), m = std::int64_t(sm.end) - b, row0 = 2 * b;
+    // the scratch, carved as finish_scratch_bytes counts it
+    char* at = static_cast<char*>(team.team_shmem().get_shmem(finish_scratch_bytes<Index>(cap, dim, bucket)));
+    auto const take = [&](std::int64_t bytes) {
+      char* const r = at;
+      at += (bytes + 15) / 16 * 16;
+      return r;
+    };
+    std::int64_t const lists = cap / (bucket + 1) + 1;
+    Index* const gid = reinterpret_cast<Index*>(take(cap * std::int64_t(sizeof(Index))));
+    std::uint16_t* const list_a = reinterpret_cast<std::uint16_t*>(take(dim * cap * 2));
+    std::uint16_t* const list_b = reinterpret_cast<std::uint16_t*>(take(dim * cap * 2));
+    std::uint16_t* const scan = reinterpret_cast<std::uint16_t*>(take((dim * cap + 1) * 2));
+    std::uint8_t* const side = reinterpret_cast<std::uint8_t*>(take(cap));
+    std::int16_t* const owner = reinterpret_cast<std::int16_t*>(take(cap * 2));
+    std::uint16_t* const holder = reinterpret_cast<std::uint16_t*>(take(cap * 2));
+    std::int16_t* const split_index = reinterpret_cast<std::int16_t*>(take(2 * cap * 2));
+    LocalSplit* const level_a = reinterpret_cast<LocalSplit*>(take(lists * std::int64_t(sizeof(LocalSplit))));
+    LocalSplit* const level_b = reinterpret_cast<LocalSplit*>(take(lists * std::int64_t(sizeof(LocalSplit))));
+
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](std::int64_t k) {
+      Index const g = order(b + k);
+      gid[k] = g;
+      slot(g) = Index(k);
+      list_a[k] = std::uint16_t(k);
+      holder[k] = 0;
+    });
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 2 * dim), [&](int c) { row_boxes(row0, c) = boxes(sm.node, c); });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](std::int64_t i) { holder(b + i) = 0; });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, (dim - 1) * m), [&](std::int64_t j) {
+      std::int64_t const d = 1 + j / m, i = j - (d - 1) * m;
+      list_a[d * m + i] = std::uint16_t(slot(order(d * n + b + i)));
+    });
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
-      list_a(b) = Splitting<Index>{Index(0), sm.begin, sm.end, Index(0)};
-      row_split_index(row0) = 0;
+      level_a[0] = LocalSplit{0, 0, std::uint16_t(m), 0, -1, 0};
+      split_index[0] = 0;
       rows(row0) = BucketNode<T, Index>{Index(-1), Index(-1), sm.begin, sm.end, -1, T(0)};
     });
     team.team_barrier();
@@ -508,63 +566,94 @@ struct FinishSmall {
     std::int64_t const lo = rank * per < entries ? rank * per : entries;
     std::int64_t const hi = lo + per < entries ? lo + per : entries;
     while (count > 0) {
-      Split const cur = flip ? list_b : list_a, nxt = flip ? list_a : list_b;
-      Order const src = flip ? order_out : order, dst = flip ? order : order_out;
+      LocalSplit* const cur = flip ? level_b : level_a;
+      LocalSplit* const nxt = flip ? level_a : level_b;
+      std::uint16_t const* const src = flip ? list_b : list_a;
+      std::uint16_t* const dst = flip ? list_a : list_b;
       std::int64_t const first_child = local_nodes;
       int const level = int(sm.depth) + sub;
+      // the splits (choose_split's rules, on the local lists)
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, count), [&](std::int64_t a) {
-        Splitting<Index> s = cur(b + a);
-        auto const c = choose_split(pts, src, row_boxes, row0 + std::int64_t(s.node), s.begin, s.end, n, dim, level);
-        s.left_count = c.left;
-        cur(b + a) = s;
-        Index const left = Index(first_child + 2 * a);
-        rows(row0 + s.node) = BucketNode<T, Index>{left, Index(left + 1), s.begin, s.end, c.dim, c.value};
-        rows(row0 + left) = BucketNode<T, Index>{Index(-1), Index(-1), s.begin, Index(s.begin + c.left), -1, T(0)};
-        rows(row0 + left + 1) = BucketNode<T, Index>{Index(-1), Index(-1), Index(s.begin + c.left), s.end, -1, T(0)};
+        LocalSplit s = cur[a];
+        std::int64_t const row = row0 + s.node;
+        int best = 0;
+        T width = T(-1);
+        for (int d = 0; d < dim; ++d) {
+          T const w = row_boxes(row, dim + d) - row_boxes(row, d);
+          if (w > width) { // the first widest dimension
+            width = w;
+            best = d;
+          }
+        }
+        std::int64_t const count_s = std::int64_t(s.end) - std::int64_t(s.begin);
+        T const mid = T(0.5 * (double(row_boxes(row, best)) + double(row_boxes(row, dim + best))));
+        std::uint16_t const* const l = src + std::int64_t(best) * m;
+        std::int64_t a_lo = s.begin, a_hi = s.end; // first position with coordinate > mid
+        while (a_lo < a_hi) {
+          std::int64_t const p = a_lo + (a_hi - a_lo) / 2;
+          if (pts(gid[l[p]], best) <= mid) a_lo = p + 1;
+          else a_hi = p;
+        }
+        std::int64_t left = a_lo - std::int64_t(s.begin);
+        T value = mid;
+        if (level >= midpoint_levels || left == 0 || left == count_s) { // the median: always splits
+          left = count_s / 2;
+          value = pts(gid[l[s.begin + left - 1]], best);
+        }
+        s.left = std::uint16_t(left);
+        s.dim = std::int16_t(best);
+        cur[a] = s;
+        Index const lc = Index(first_child + 2 * a);
+        rows(row) = BucketNode<T, Index>{lc, Index(lc + 1), Index(b + s.begin), Index(b + s.end), best, value};
+        rows(row0 + lc) = BucketNode<T, Index>{Index(-1), Index(-1), Index(b + s.begin), Index(b + s.begin + left), -1, T(0)};
+        rows(row0 + lc + 1) = BucketNode<T, Index>{Index(-1), Index(-1), Index(b + s.begin + left), Index(b + s.end), -1, T(0)};
       });
       team.team_barrier();
       // owners and sides (AssignOwners)
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](std::int64_t i) {
-        std::int64_t const p = b + i;
-        Index const a = row_split_index(row0 + holder(p));
-        owners(p) = a;
+        std::int16_t const a = split_index[holder[i]];
+        owner[i] = a;
         if (a < 0) return;
-        auto const s = cur(b + a);
-        bool const right = p - std::int64_t(s.begin) >= std::int64_t(s.left_count);
-        holder(p) = Index(first_child + 2 * std::int64_t(a) + (right ? 1 : 0));
-        int const d = rows(row0 + s.node).split_dim;
-        side(src(d * n + p)) = right ? 1 : 0;
+        LocalSplit const s = cur[a];
+        bool const right = i - std::int64_t(s.begin) >= std::int64_t(s.left);
+        holder[i] = std::uint16_t(first_child + 2 * std::int64_t(a) + (right ? 1 : 0));
+        side[src[std::int64_t(s.dim) * m + i]] = right ? 1 : 0;
       });
       team.team_barrier();
-      // left flags (LeftFlags) and their exclusive scan over the D lists'
-      // ranges, one after another, each thread a contiguous slice of them
-      Index sum = 0;
+      // the left flags' exclusive scan over the D lists one after another
+      // (LeftFlags and the scan; a flag is its scan's step), each thread a
+      // contiguous slice
+      int sum = 0;
       for (std::int64_t j = lo; j < hi; ++j) {
-        std::int64_t const d = j / m, p = b + (j - d * m);
-        Index const f = owners(p) >= 0 && side(src(d * n + p)) == 0 ? 1 : 0;
-        flags(d * n + p) = f;
-        sum += f;
+        std::int64_t const d = j / m, i = j - d * m;
+        sum += owner[i] >= 0 && side[src[j]] == 0 ? 1 : 0;
       }
-      Index at = team.team_scan(sum);
+      int run = team.team_scan(sum);
       for (std::int64_t j = lo; j < hi; ++j) {
-        std::int64_t const d = j / m, p = b + (j - d * m);
-        scan(d * n + p) = at;
-        at += flags(d * n + p);
+        std::int64_t const d = j / m, i = j - d * m;
+        scan[j] = std::uint16_t(run);
+        run += owner[i] >= 0 && side[src[j]] == 0 ? 1 : 0;
       }
+      if (rank == ts - 1) scan[entries] = std::uint16_t(run); // the last slice ends at `entries`
       team.team_barrier();
-      // the partition (Scatter)
+      // the partition (Scatter), the children's boxes off their ends
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, entries), [&](std::int64_t j) {
-        std::int64_t const d = j / m, p = b + (j - d * m), base = d * n;
-        Index const a = owners(p);
+        std::int64_t const d = j / m, i = j - d * m, base = d * m;
+        std::int16_t const a = owner[i];
         if (a < 0) {
-          dst(base + p) = src(base + p);
+          dst[j] = src[j];
           return;
         }
-        auto const s = cur(b + a);
-        bool const left = flags(base + p) != 0;
-        place(src, dst, pts, row_boxes, dim, int(d), base, base + p, p, s, left,
-              std::int64_t(scan(base + p)) - std::int64_t(scan(base + s.begin)),
-              row0 + first_child + 2 * std::int64_t(a) + (left ? 0 : 1));
+        LocalSplit const s = cur[a];
+        bool const left = scan[j + 1] != scan[j];
+        std::int64_t const begin = s.begin, mid = begin + std::int64_t(s.left);
+        std::int64_t const lefts_before = std::int64_t(scan[j]) - std::int64_t(scan[base + begin]);
+        std::int64_t const to = left ? begin + lefts_before : mid + (i - begin - lefts_before);
+        dst[base + to] = src[j];
+        std::int64_t const child_row = row0 + first_child + 2 * std::int64_t(a) + (left ? 0 : 1);
+        int const dd = int(d);
+        if (to == (left ? begin : mid)) row_boxes(child_row, dd) = pts(gid[src[j]], dd);
+        if (to == (left ? mid : std::int64_t(s.end)) - 1) row_boxes(child_row, dim + dd) = pts(gid[src[j]], dd);
       });
       team.team_barrier();
       // the next level's list (CompactByTeam)
@@ -572,23 +661,24 @@ struct FinishSmall {
       std::int64_t const cper = (children + ts - 1) / ts;
       std::int64_t const cb = rank * cper < children ? rank * cper : children;
       std::int64_t const ce = cb + cper < children ? cb + cper : children;
-      auto const splits = [&](std::int64_t c) {
-        auto const node = rows(row0 + first_child + c);
-        return std::int64_t(node.end) - std::int64_t(node.begin) > bucket;
+      auto const range = [&](std::int64_t c) {
+        LocalSplit const s = cur[c / 2];
+        return c % 2 == 0 ? Kokkos::pair<std::int64_t, std::int64_t>(s.begin, s.begin + s.left)
+                          : Kokkos::pair<std::int64_t, std::int64_t>(s.begin + s.left, s.end);
       };
-      Index csum = 0;
-      for (std::int64_t c = cb; c < ce; ++c) csum += splits(c) ? 1 : 0;
-      Index cat = team.team_scan(csum);
+      int csum = 0;
       for (std::int64_t c = cb; c < ce; ++c) {
-        bool const sp = splits(c);
-        row_split_index(row0 + first_child + c) = sp ? cat : Index(-1);
-        if (sp) {
-          auto const node = rows(row0 + first_child + c);
-          nxt(b + cat) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
-          ++cat;
-        }
+        auto const r = range(c);
+        csum += r.second - r.first > bucket ? 1 : 0;
       }
-      Index next_count = cat; // the last slice ends at `children`
+      int cat = team.team_scan(csum);
+      for (std::int64_t c = cb; c < ce; ++c) {
+        auto const r = range(c);
+        bool const sp = r.second - r.first > bucket;
+        split_index[first_child + c] = sp ? std::int16_t(cat) : std::int16_t(-1);
+        if (sp) nxt[cat++] = LocalSplit{std::uint16_t(first_child + c), std::uint16_t(r.first), std::uint16_t(r.second), 0, -1, 0};
+      }
+      int next_count = cat; // the last slice ends at `children`
       team.team_broadcast(next_count, ts - 1);
       team.team_barrier();
       local_nodes += children;
@@ -596,9 +686,11 @@ struct FinishSmall {
       ++sub;
       flip = !flip;
     }
-    // the gather reads dimension 0's list from `order`: after an odd number
-    // of levels the subtree's part of it is in `order_out`
-    if (flip) Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](std::int64_t i) { order(b + i) = order_out(b + i); });
+    // dimension 0's list, the order of the subtree's points, back to
+    // `order` (the gather reads it): the last level wrote list_b where
+    // the number of levels is odd
+    std::uint16_t const* const final_list = flip ? list_b : list_a;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](std::int64_t i) { order(b + i) = gid[final_list[i]]; });
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       results(2 * t) = Index(local_nodes - 1);
       results(2 * t + 1) = Index(int(sm.depth) + sub);
@@ -747,9 +839,9 @@ std::int64_t scratch_block_bytes(std::int64_t n, std::int64_t dim, std::int64_t 
                                    round(n) + round(capacity * std::int64_t(sizeof(Index))) +
                                    2 * round(guess * std::int64_t(sizeof(Splitting<Index>))) +
                                    2 * round(2 * guess * std::int64_t(sizeof(Index))) + round(dn / 8) + (256 << 10);
-  // the team finish's (finish_bytes), in 8 Views
+  // the team finish's (finish_bytes), in 5 Views
   std::int64_t const finish = finish_bytes<T, Index>(n, dim, bucket);
-  std::int64_t const block = std::max(sort_phase, level_phase + (finish > 0 ? finish + 8 * 256 : 0));
+  std::int64_t const block = std::max(sort_phase, level_phase + (finish > 0 ? finish + 5 * 256 : 0));
   return block <= arena_scratch_limit ? block : 0;
 }
 
@@ -839,7 +931,7 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   backend::reserve(next_scan, 2 * guess, "kdforge::bucket_tree::next_scan");
   // Nodes of at most small_limit points are put aside as the loop meets
   // them, and each is finished by one team after it (FinishSmall).
-  std::int64_t const small_limit = finish_points(dim, bucket);
+  std::int64_t const small_limit = finish_points<Index>(dim, bucket);
   using SmallList = Kokkos::View<Small<Index>*, MS>;
   SmallList small;
   std::int64_t small_count = 0;
@@ -935,17 +1027,16 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     auto const alloc = [](std::string const& label) { return Kokkos::view_alloc(Kokkos::WithoutInitializing, label); };
     auto rows = backend::allocate<Nodes>(alloc("kdforge::bucket_tree::finish_rows"), 2 * n);
     auto row_boxes = backend::allocate<Boxes>(alloc("kdforge::bucket_tree::finish_boxes"), 2 * n, 2 * dim);
-    auto row_split_index = backend::allocate<Flags>(alloc("kdforge::bucket_tree::finish_split_index"), 2 * n);
-    auto list_a = backend::allocate<Split>(alloc("kdforge::bucket_tree::finish_list"), n);
-    auto list_b = backend::allocate<Split>(alloc("kdforge::bucket_tree::finish_list"), n);
     auto results = backend::allocate<Flags>(alloc("kdforge::bucket_tree::finish_results"), 2 * small_count);
     auto first_rows = backend::allocate<Flags>(alloc("kdforge::bucket_tree::finish_first_rows"), small_count);
     using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
-    FinishSmall<decltype(pts), Flags, Boxes, Nodes, Split, SmallList, decltype(side), Member> const finish{
-        pts,  order,  order_out, flags,  scan,   owners, holder,  side, boxes, rows, row_boxes, row_split_index,
-        list_a, list_b, small,   results, n,     dim,    bucket};
+    // `holder` (free now) maps points to their local numbers
+    FinishSmall<decltype(pts), Flags, Boxes, Nodes, SmallList, Member> const finish{
+        pts, order, holder, boxes, rows, row_boxes, small, results, n, dim, bucket, small_limit};
     Kokkos::parallel_for("kdforge::build_bucket_tree::finish",
-                         Kokkos::TeamPolicy<Exec>(exec, small_count, team_size_for(exec, finish)), finish);
+                         Kokkos::TeamPolicy<Exec>(exec, small_count, team_size_for(exec, finish))
+                             .set_scratch_size(0, Kokkos::PerTeam(finish_scratch_bytes<Index>(small_limit, dim, bucket))),
+                         finish);
     FinishOffsets<Flags, Member> const offsets{results, first_rows, level_total, small_count, node_count};
     Kokkos::parallel_for("kdforge::build_bucket_tree::finish_offsets",
                          Kokkos::TeamPolicy<Exec>(exec, 1, team_size_for(exec, offsets)), offsets);
