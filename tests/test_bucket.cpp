@@ -571,8 +571,9 @@ TEST_CASE_TEMPLATE("bucket trees follow the builder's rules node by node (a host
   for (Case c : {Case{5000, 3, Data::uniform, 1}, Case{3000, 3, Data::uniform, 8}, Case{2000, 5, Data::clustered, 4},
                  Case{2500, 2, Data::duplicates, 3}, Case{1500, 4, Data::one_axis, 1}, Case{600, 3, Data::identical, 2},
                  Case{700, 40, Data::manifold, 16}, Case{1, 3, Data::uniform, 1}, Case{2, 2, Data::uniform, 1},
-                 // levels of more than 2^16 children: compacted by a vendor scan, not by one team
-                 Case{150000, 2, Data::uniform, 1}}) {
+                 // levels of more than 2^16 children: compacted by a vendor scan, not by one
+                 // team (in more than finish_max_dim dimensions: no node leaves the loop)
+                 Case{150000, kernels::bfs::finish_max_dim + 1, Data::uniform, 1}}) {
     CAPTURE(c.n);
     CAPTURE(c.dim);
     CAPTURE(name(c.data));
