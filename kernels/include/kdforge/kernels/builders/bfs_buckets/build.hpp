@@ -132,12 +132,13 @@ struct SplitChoice {
 /// The split of the node of range [begin, end) whose box is row `row` of
 /// `boxes`, on level `level`: the first widest side of the box, its
 /// midpoint, the median of the sorted range where the midpoint splits
-/// nothing off or from level midpoint_levels on.
-template <class PV, class Order, class Boxes, class Index>
-KOKKOS_FUNCTION SplitChoice<typename PV::non_const_value_type, Index>
-choose_split(PV const& pts, Order const& order, Boxes const& boxes, std::int64_t row, Index begin, Index end,
-             std::int64_t n, int dim, int level) {
-  using T = typename PV::non_const_value_type;
+/// nothing off or from level midpoint_levels on. coord(p, d): the
+/// coordinate d of the point at position p of dimension d's sorted list
+/// (the loop's lists, or a finishing team's).
+template <class Boxes, class Index, class Coord>
+KOKKOS_FUNCTION SplitChoice<typename Boxes::non_const_value_type, Index>
+choose_split(Boxes const& boxes, std::int64_t row, Index begin, Index end, int dim, int level, Coord const& coord) {
+  using T = typename Boxes::non_const_value_type;
   int best = 0;
   T width = T(-1);
   for (int d = 0; d < dim; ++d) {
@@ -154,14 +155,14 @@ choose_split(PV const& pts, Order const& order, Boxes const& boxes, std::int64_t
   Index a_lo = begin, a_hi = end; // first position with coordinate > mid
   while (a_lo < a_hi) {
     Index const m = a_lo + (a_hi - a_lo) / 2;
-    if (pts(order(best * n + m), best) <= mid) a_lo = m + 1;
+    if (coord(m, best) <= mid) a_lo = m + 1;
     else a_hi = m;
   }
   Index left = a_lo - begin;
   T value = mid;
   if (level >= midpoint_levels || left == 0 || left == count) { // the median: always splits
     left = count / 2;
-    value = pts(order(best * n + begin + left - 1), best);
+    value = coord(Index(begin + left - 1), best);
   }
   return {best, value, left};
 }
@@ -185,7 +186,8 @@ struct ChooseSplit {
   std::int64_t bucket = 0;
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
     Splitting<Index> s = split(a);
-    auto const c = choose_split(pts, order, boxes, std::int64_t(s.node), s.begin, s.end, n, dim, level);
+    auto const c = choose_split(boxes, std::int64_t(s.node), s.begin, s.end, dim, level,
+                                [&](Index p, int d) { return pts(order(d * n + p), d); });
     Index const count = s.end - s.begin, left = c.left;
     s.left_count = left;
     split(a) = s;
@@ -572,34 +574,15 @@ struct FinishSmall {
       std::uint16_t* const dst = flip ? list_a : list_b;
       std::int64_t const first_child = local_nodes;
       int const level = int(sm.depth) + sub;
-      // the splits (choose_split's rules, on the local lists)
+      // the splits (choose_split, on the local lists)
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, count), [&](std::int64_t a) {
         LocalSplit s = cur[a];
         std::int64_t const row = row0 + s.node;
-        int best = 0;
-        T width = T(-1);
-        for (int d = 0; d < dim; ++d) {
-          T const w = row_boxes(row, dim + d) - row_boxes(row, d);
-          if (w > width) { // the first widest dimension
-            width = w;
-            best = d;
-          }
-        }
-        std::int64_t const count_s = std::int64_t(s.end) - std::int64_t(s.begin);
-        T const mid = T(0.5 * (double(row_boxes(row, best)) + double(row_boxes(row, dim + best))));
-        std::uint16_t const* const l = src + std::int64_t(best) * m;
-        std::int64_t a_lo = s.begin, a_hi = s.end; // first position with coordinate > mid
-        while (a_lo < a_hi) {
-          std::int64_t const p = a_lo + (a_hi - a_lo) / 2;
-          if (pts(gid[l[p]], best) <= mid) a_lo = p + 1;
-          else a_hi = p;
-        }
-        std::int64_t left = a_lo - std::int64_t(s.begin);
-        T value = mid;
-        if (level >= midpoint_levels || left == 0 || left == count_s) { // the median: always splits
-          left = count_s / 2;
-          value = pts(gid[l[s.begin + left - 1]], best);
-        }
+        auto const c = choose_split(row_boxes, row, std::int64_t(s.begin), std::int64_t(s.end), dim, level,
+                                    [&](std::int64_t p, int d) { return pts(gid[src[d * m + p]], d); });
+        int const best = c.dim;
+        std::int64_t const left = c.left;
+        T const value = c.value;
         s.left = std::uint16_t(left);
         s.dim = std::int16_t(best);
         cur[a] = s;
