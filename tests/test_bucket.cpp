@@ -745,54 +745,57 @@ TEST_CASE_TEMPLATE("bucket trees: approximate kNN by best-first search, exact wi
 TEST_CASE_TEMPLATE("bucket trees and brute force: self-queries leave each point out of its own row", Exec,
                    KDFORGE_TEST_SPACES) {
   Exec exec;
-  int const dim = 10;
-  std::size_t const n = 900;
-  auto pts = make_rows<double>(n, dim, Data::clustered, 61);
-  for (int d = 0; d < dim; ++d) pts[7 * dim + d] = pts[3 * dim + d]; // a duplicate stays a neighbour of its twin
-  auto const p = to_view<Exec, Kokkos::LayoutLeft>(pts, n, dim);
-  auto const tree = build_bucket_tree(exec, p);
-  int const k = 5;
-  QueryOptions qo;
-  qo.exclude_self = true;
-  ApproximateOptions ao;
-  ao.exclude_self = true;
-  ao.queue_capacity = 10000;
-  BruteForceOptions bo;
-  bo.exclude_self = true;
-  for (auto const& [strategy, traversal] : {std::pair{KnnStrategy::tree, Traversal::stack},
-                                            std::pair{KnnStrategy::tree, Traversal::team},
-                                            std::pair{KnnStrategy::brute_force, Traversal::automatic}}) {
-    CAPTURE(int(traversal));
-    qo.strategy = strategy;
-    qo.traversal = traversal;
-    auto const r = knn(exec, tree, p, k, qo);
-    auto const c = closest_point(exec, tree, p, qo);
-    auto const a = knn_approximate(exec, tree, p, k, ao);
-    auto const b = knn_brute_force(exec, p, p, k, bo);
-    auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
-    auto const ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.indices);
-    auto const bi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.indices);
-    auto const ci = to_host(c.indices);
-    for (std::size_t i = 0; i < n; ++i) {
-      // the reference: all points but i
-      std::vector<std::pair<double, std::int64_t>> all;
-      for (std::size_t j = 0; j < n; ++j)
-        if (j != i) all.push_back({sq_dist(&pts[i * dim], &pts[j * dim], dim), std::int64_t(j)});
-      std::sort(all.begin(), all.end());
-      for (int j = 0; j < k; ++j) {
-        CHECK(std::int64_t(hi(i, j)) == all[std::size_t(j)].second);
-        CHECK(std::int64_t(ai(i, j)) == all[std::size_t(j)].second);
-        CHECK(std::int64_t(bi(i, j)) == all[std::size_t(j)].second);
+  // 3-D: GPUs walk with the dimension fixed (kernels/query/bucket.hpp, fixed_walk_dim)
+  for (int dim : {3, 10}) {
+    CAPTURE(dim);
+    std::size_t const n = 900;
+    auto pts = make_rows<double>(n, dim, Data::clustered, 61);
+    for (int d = 0; d < dim; ++d) pts[7 * dim + d] = pts[3 * dim + d]; // a duplicate stays a neighbour of its twin
+    auto const p = to_view<Exec, Kokkos::LayoutLeft>(pts, n, dim);
+    auto const tree = build_bucket_tree(exec, p);
+    int const k = 5;
+    QueryOptions qo;
+    qo.exclude_self = true;
+    ApproximateOptions ao;
+    ao.exclude_self = true;
+    ao.queue_capacity = 10000;
+    BruteForceOptions bo;
+    bo.exclude_self = true;
+    for (auto const& [strategy, traversal] : {std::pair{KnnStrategy::tree, Traversal::stack},
+                                              std::pair{KnnStrategy::tree, Traversal::team},
+                                              std::pair{KnnStrategy::brute_force, Traversal::automatic}}) {
+      CAPTURE(int(traversal));
+      qo.strategy = strategy;
+      qo.traversal = traversal;
+      auto const r = knn(exec, tree, p, k, qo);
+      auto const c = closest_point(exec, tree, p, qo);
+      auto const a = knn_approximate(exec, tree, p, k, ao);
+      auto const b = knn_brute_force(exec, p, p, k, bo);
+      auto const hi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, r.indices);
+      auto const ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.indices);
+      auto const bi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.indices);
+      auto const ci = to_host(c.indices);
+      for (std::size_t i = 0; i < n; ++i) {
+        // the reference: all points but i
+        std::vector<std::pair<double, std::int64_t>> all;
+        for (std::size_t j = 0; j < n; ++j)
+          if (j != i) all.push_back({sq_dist(&pts[i * dim], &pts[j * dim], dim), std::int64_t(j)});
+        std::sort(all.begin(), all.end());
+        for (int j = 0; j < k; ++j) {
+          CHECK(std::int64_t(hi(i, j)) == all[std::size_t(j)].second);
+          CHECK(std::int64_t(ai(i, j)) == all[std::size_t(j)].second);
+          CHECK(std::int64_t(bi(i, j)) == all[std::size_t(j)].second);
+        }
+        CHECK(std::int64_t(ci[i]) == all[0].second);
       }
-      CHECK(std::int64_t(ci[i]) == all[0].second);
+      CHECK(hi(3, 0) == 7);
+      CHECK(hi(7, 0) == 3);
     }
-    CHECK(hi(3, 0) == 7);
-    CHECK(hi(7, 0) == 3);
+    // the queries must be the points
+    auto const fewer = to_view<Exec, Kokkos::LayoutLeft>(pts, n - 1, dim);
+    CHECK_THROWS_WITH_AS(knn(exec, tree, fewer, k, qo), doctest::Contains("exclude_self"), Error);
+    CHECK_THROWS_WITH_AS(knn_brute_force(exec, p, fewer, k, bo), doctest::Contains("exclude_self"), Error);
   }
-  // the queries must be the points
-  auto const fewer = to_view<Exec, Kokkos::LayoutLeft>(pts, n - 1, dim);
-  CHECK_THROWS_WITH_AS(knn(exec, tree, fewer, k, qo), doctest::Contains("exclude_self"), Error);
-  CHECK_THROWS_WITH_AS(knn_brute_force(exec, p, fewer, k, bo), doctest::Contains("exclude_self"), Error);
 }
 
 TEST_CASE_TEMPLATE("knn_brute_force equals the reference for any dimension, layout and k", Exec, KDFORGE_TEST_SPACES) {

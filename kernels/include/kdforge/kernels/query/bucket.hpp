@@ -116,7 +116,9 @@ struct BucketKnnFunctor {
   bool skip_self;
   KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
-    walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_stack(tree, queries, qi, v); });
+    kernels::with_query_row(tree, queries, qi, [&](auto const& q) {
+      walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_stack(tree, q, qi, v); });
+    });
     write_sorted_row(res, qi, cand, k);
   }
 };
@@ -134,7 +136,9 @@ struct BucketKnnHeapFunctor {
     using IR = Row<decltype(res.indices)>;
     using DR = Row<decltype(res.sq_distances)>;
     kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
-    walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_stack(tree, queries, qi, v); });
+    kernels::with_query_row(tree, queries, qi, [&](auto const& q) {
+      walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_stack(tree, q, qi, v); });
+    });
     finish_heap_row(res, qi, cand, k);
   }
 };
@@ -178,6 +182,27 @@ Traversal bucket_traversal(Traversal t, int dim, int k) {
   if (k > 32) return Traversal::stack;
   if (t == Traversal::automatic) return runs_on_gpu<Exec>() && dim >= team_walk_min_dim ? Traversal::team : Traversal::stack;
   return t == Traversal::team ? Traversal::team : Traversal::stack;
+}
+
+/// GPUs: the dimensions whose thread-per-query walks are compiled with the
+/// dimension fixed (FixedDimBucketTree): 3-D points, the most common by
+/// far. Loops over a run-time dimension keep a GPU thread's loads in a
+/// dependent chain; with D fixed they unroll and the query sits in
+/// registers. On an H200 the kNN walk (k = 4, uniform 3-D points, buckets
+/// of 8, queries = points) took 95 instead of 152 us at 3,200 points and
+/// 210 instead of 308 at 102,400 (docs/performance.md, "Descriptors").
+/// Each further dimension compiles the walk's kernels once more; CPUs
+/// gained 5% and keep one walk.
+inline constexpr int fixed_walk_dim = 3;
+
+/// f(tree), or on GPUs f(FixedDimBucketTree<Tree, fixed_walk_dim>(tree))
+/// where the tree has that dimension.
+template <class Exec, class Tree, class F>
+void with_fixed_bucket_dim(Tree const& tree, F const& f) {
+  if constexpr (runs_on_gpu<Exec>()) {
+    if (tree.dim() == fixed_walk_dim) return f(kernels::FixedDimBucketTree<Tree, fixed_walk_dim>(tree));
+  }
+  f(tree);
 }
 
 /// Each query's leaf by the split planes alone (the tree position of the
@@ -267,13 +292,16 @@ void run_bucket_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Resu
     }
     return;
   }
-  if (k == 1) {
-    Kokkos::parallel_for("kdforge::knn::bucket_k1", policy, BucketKnnFunctor<Tree, QV, Result, 1>{tree, q, res, k, sq_cutoff, skip_self});
-  } else if constexpr (!column) {
-    if (k <= 8) Kokkos::parallel_for("kdforge::knn::bucket_k8", policy, BucketKnnFunctor<Tree, QV, Result, 8>{tree, q, res, k, sq_cutoff, skip_self});
-    else if (k <= 32) Kokkos::parallel_for("kdforge::knn::bucket_k32", policy, BucketKnnFunctor<Tree, QV, Result, 32>{tree, q, res, k, sq_cutoff, skip_self});
-    else Kokkos::parallel_for("kdforge::knn::bucket_heap", policy, BucketKnnHeapFunctor<Tree, QV, Result>{tree, q, res, k, sq_cutoff, skip_self});
-  }
+  with_fixed_bucket_dim<Exec>(tree, [&](auto const& t) {
+    using TT = std::decay_t<decltype(t)>;
+    if (k == 1) {
+      Kokkos::parallel_for("kdforge::knn::bucket_k1", policy, BucketKnnFunctor<TT, QV, Result, 1>{t, q, res, k, sq_cutoff, skip_self});
+    } else if constexpr (!column) {
+      if (k <= 8) Kokkos::parallel_for("kdforge::knn::bucket_k8", policy, BucketKnnFunctor<TT, QV, Result, 8>{t, q, res, k, sq_cutoff, skip_self});
+      else if (k <= 32) Kokkos::parallel_for("kdforge::knn::bucket_k32", policy, BucketKnnFunctor<TT, QV, Result, 32>{t, q, res, k, sq_cutoff, skip_self});
+      else Kokkos::parallel_for("kdforge::knn::bucket_heap", policy, BucketKnnHeapFunctor<TT, QV, Result>{t, q, res, k, sq_cutoff, skip_self});
+    }
+  });
 }
 
 /// Counts the points a visitor is shown, for the strategy's cost model, and

@@ -23,12 +23,59 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace kdforge::kernels {
 
 /// The deepest stack a bucket-tree walk needs: the builder's height bound
 /// (32 midpoint levels and at most 32 median levels) plus one.
 inline constexpr int box_stack_capacity = 66;
+
+/// A bucket tree whose dimension D is a compile-time constant: the same
+/// tree, but the walks' loops over dimensions unroll and their bounds
+/// fold, and with_query_row keeps a query's coordinates in registers.
+/// The answers are those of the run-time walk (same sums, same order);
+/// only the instructions differ (GPUs: kernels/query/bucket.hpp).
+template <class Tree, int D>
+struct FixedDimBucketTree : Tree {
+  static_assert(D > 0, "kdforge: a fixed dimension is positive");
+  using T = typename Tree::coordinate_type;
+  using Index = typename Tree::index_type;
+  FixedDimBucketTree() = default;
+  explicit FixedDimBucketTree(Tree const& tree) : Tree(tree) {}
+  KOKKOS_FORCEINLINE_FUNCTION static constexpr int dim() { return D; }
+  KOKKOS_FORCEINLINE_FUNCTION T hi(Index s, int d) const { return Tree::lo(s, D + d); }
+};
+
+/// The fixed dimension of a tree (FixedDimBucketTree), 0 for run-time.
+template <class Tree>
+struct fixed_bucket_dim : std::integral_constant<int, 0> {};
+template <class Tree, int D>
+struct fixed_bucket_dim<FixedDimBucketTree<Tree, D>> : std::integral_constant<int, D> {};
+
+/// One query's coordinates in registers, read as queries(q, d) are.
+template <class T, int D>
+struct QueryRow {
+  T x[D];
+  KOKKOS_FORCEINLINE_FUNCTION T operator()(std::int64_t, int d) const { return x[d]; }
+};
+
+/// f(rows): rows the queries themselves, or where the tree's dimension is
+/// fixed, query q's coordinates copied into registers (a QueryRow, read at
+/// any row index as row q). A walk reads the query once per box and
+/// point; from registers that is no load at all.
+template <class Tree, class QV, class F>
+KOKKOS_FORCEINLINE_FUNCTION void with_query_row(Tree const&, QV const& queries, std::int64_t q, F const& f) {
+  constexpr int D = fixed_bucket_dim<Tree>::value;
+  if constexpr (D > 0) {
+    QueryRow<typename Tree::coordinate_type, D> row;
+    KDFORGE_UNROLL
+    for (int d = 0; d < D; ++d) row.x[d] = queries(q, d);
+    f(row);
+  } else {
+    f(queries);
+  }
+}
 
 /// Squared distance from row q of `queries` to the point at position i of
 /// the tree.
