@@ -33,8 +33,11 @@
 //    read by the scatter as it writes their ranges' ends, and whether they
 //    split next is known when their parent's split is chosen (no pass of
 //    their own); the compaction counts the nodes that split next, and that
-//    count is the level's one read by the host; and the scratch of a small
-//    build comes from one block (backend::Arena).
+//    count is the level's one read by the host; the first levels, which the
+//    loop surely runs, are launched without it (the kernels read the
+//    counts from the device: LoopState), so the host waits once for them
+//    all; and the scratch of a small build comes from one block
+//    (backend::Arena).
 //  - Nodes of at most finish_limit points (in D <= finish_max_dim) leave
 //    the loop and are finished by one team each (FinishSmall): the same
 //    levels, splits and partitions, on the node's lists copied to the
@@ -66,6 +69,14 @@ namespace kdforge::kernels::bfs {
 /// Levels that may split at the box's midpoint; deeper ones split at the
 /// median (see the top).
 inline constexpr int midpoint_levels = 32;
+
+/// The loop's counts on the device (`state`, bucket trees), written by the
+/// level's compaction and read by the next level's kernels, so the host
+/// may launch a level before it has read how many nodes split on the last
+/// one: the nodes that split on the next level, the node count (the next
+/// level's first child), the nodes put aside for the team finish, and the
+/// depth of the deepest node so far.
+enum LoopState : int { state_splitting = 0, state_nodes = 1, state_small = 2, state_depth = 3, state_entries = 4 };
 
 /// A node that splits on the current level: its range, and once chosen the
 /// size of its left part.
@@ -184,7 +195,13 @@ struct ChooseSplit {
   std::int64_t first_child; // children of split(a) are first_child + 2a, + 1
   NextFlags next_flags = {}; // where given: per child (2a, 2a + 1), 1 where it splits on the next level
   std::int64_t bucket = 0;
+  NextFlags state = {}; // where given (LoopState), the level's count and first child: a launch may be wider
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
+    std::int64_t first = first_child;
+    if (state.extent(0)) {
+      if (a >= std::int64_t(state(state_splitting))) return;
+      first = std::int64_t(state(state_nodes));
+    }
     Splitting<Index> s = split(a);
     auto const c = choose_split(boxes, std::int64_t(s.node), s.begin, s.end, dim, level,
                                 [&](Index p, int d) { return pts(order(d * n + p), d); });
@@ -192,8 +209,8 @@ struct ChooseSplit {
     s.left_count = left;
     split(a) = s;
     auto node = nodes(s.node);
-    node.left = Index(first_child + 2 * a);
-    node.right = Index(first_child + 2 * a + 1);
+    node.left = Index(first + 2 * a);
+    node.right = Index(first + 2 * a + 1);
     node.split_dim = c.dim;
     node.split_value = c.value;
     nodes(s.node) = node;
@@ -227,14 +244,16 @@ struct AssignOwners {
   Side side;    // per point
   std::int64_t n;
   std::int64_t first_child;
+  Owners state = {}; // where given (LoopState), the first child is read there
   KOKKOS_FUNCTION void operator()(std::int64_t p) const {
     using Index = typename Owners::non_const_value_type;
     Index const a = split_index(holder(p));
     owners(p) = a;
     if (a < 0) return;
+    std::int64_t const first = state.extent(0) ? std::int64_t(state(state_nodes)) : first_child;
     auto const s = split(a);
     bool const right = p - std::int64_t(s.begin) >= std::int64_t(s.left_count);
-    holder(p) = Index(first_child + 2 * std::int64_t(a) + (right ? 1 : 0));
+    holder(p) = Index(first + 2 * std::int64_t(a) + (right ? 1 : 0));
     int const d = nodes(s.node).split_dim;
     side(order(d * n + p)) = right ? 1 : 0;
   }
@@ -295,6 +314,7 @@ struct Scatter {
   Boxes boxes = {};
   int dim = 0;
   std::int64_t first_child = 0;
+  Order state = {}; // where given (LoopState), the first child is read there
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     std::int64_t const d = j / n, p = j - d * n;
     std::int64_t const a = owners(p);
@@ -305,8 +325,9 @@ struct Scatter {
     auto const s = split(a);
     std::int64_t const base = d * n;
     bool const left = flags(j) != 0;
+    std::int64_t const first = state.extent(0) ? std::int64_t(state(state_nodes)) : first_child;
     place(order, out, pts, boxes, dim, int(d), base, j, p, s, left,
-          std::int64_t(scan(j)) - std::int64_t(scan(base + s.begin)), first_child + 2 * a + (left ? 0 : 1));
+          std::int64_t(scan(j)) - std::int64_t(scan(base + s.begin)), first + 2 * a + (left ? 0 : 1));
   }
 };
 
@@ -318,12 +339,17 @@ struct CompactNext {
   Split next;
   std::int64_t first_child;
   Flags split_index = {}; // where the compacted nodes split next (bucket trees): their index in `next`, else -1
-  Flags total = {};       // where given, its one entry gets how many of the `children` nodes split next
+  Flags total = {};       // where given, its first entry gets how many of the `children` nodes split next
   std::int64_t children = 0;
+  int depth = 0; // the children's
   KOKKOS_FUNCTION void operator()(std::int64_t c) const {
     if (c == children - 1 && total.extent(0)) {
       total(0) = scan(c) + flags(c);
-      if (total.extent(0) > 1) total(1) = 0; // none put aside for the team finish (CompactByTeam)
+      if (total.extent(0) >= state_entries) { // LoopState; none put aside (CompactByTeam does that)
+        using Index = typename Flags::non_const_value_type;
+        total(state_nodes) = Index(first_child + children);
+        total(state_depth) = Index(depth);
+      }
     }
     if (split_index.extent(0)) split_index(first_child + c) = flags(c) ? scan(c) : -1;
     if (!flags(c)) return;
@@ -349,43 +375,48 @@ struct Small {
 /// with the scan of the flags and its total) in one launch where a vendor
 /// scan and CompactNext take three. Integer sums: the same on every backend
 /// and team size.
+/// The level's counts come from `state` (LoopState: its children are the
+/// first 2 state(state_splitting) entries of `flags`, numbered from
+/// state(state_nodes)), and the next level's go back there, so the host
+/// need not know them to launch it.
 /// Where `small_limit` is positive, a child that splits next and holds at
-/// most that many points goes to `small` (from entry `small_at` on) for the
-/// team finish instead of to `next`; total(1) gets how many did. The two
-/// counts are scanned as one 64-bit sum, one in each half.
+/// most that many points goes to `small` (after the state(state_small)
+/// there already) for the team finish instead of to `next`. The two counts
+/// are scanned as one 64-bit sum, one in each half.
 template <class Nodes, class Flags, class Split, class Member, class SmallList = Kokkos::View<Small<typename Flags::non_const_value_type>*, typename Flags::memory_space>>
 struct CompactByTeam {
   Nodes nodes;
   Flags flags;
   Split next;
-  std::int64_t first_child;
   Flags split_index;
-  Flags total;
-  std::int64_t children;
+  Flags state;
   SmallList small = {};
   std::int64_t small_limit = 0;
-  std::int64_t small_at = 0;
   int depth = 0; // the children's
-  KOKKOS_FUNCTION bool put_aside(std::int64_t c) const {
+  KOKKOS_FUNCTION bool put_aside(std::int64_t v) const {
     if (small_limit <= 0) return false;
-    auto const node = nodes(first_child + c);
+    auto const node = nodes(v);
     return std::int64_t(node.end) - std::int64_t(node.begin) <= small_limit;
   }
   KOKKOS_FUNCTION void operator()(Member const& team) const {
     using Index = typename Flags::non_const_value_type;
     constexpr std::int64_t one_small = std::int64_t(1) << 32;
     int const t = team.team_rank(), ts = team.team_size();
+    // read before the scan's barriers; the last thread writes after them
+    std::int64_t const children = 2 * std::int64_t(state(state_splitting));
+    std::int64_t const first_child = std::int64_t(state(state_nodes));
+    std::int64_t const small_at = std::int64_t(state(state_small));
     std::int64_t const per = (children + ts - 1) / ts;
     std::int64_t const b = std::int64_t(t) * per < children ? std::int64_t(t) * per : children;
     std::int64_t const e = b + per < children ? b + per : children;
     std::int64_t sum = 0;
     for (std::int64_t c = b; c < e; ++c)
-      if (flags(c)) sum += put_aside(c) ? one_small : 1;
+      if (flags(c)) sum += put_aside(first_child + c) ? one_small : 1;
     std::int64_t const at = team.team_scan(sum);
     std::int64_t at_next = at & (one_small - 1), at_small = at >> 32;
     for (std::int64_t c = b; c < e; ++c) {
       bool const splits = flags(c) != 0;
-      bool const aside = splits && put_aside(c);
+      bool const aside = splits && put_aside(first_child + c);
       split_index(first_child + c) = splits && !aside ? Index(at_next) : Index(-1);
       if (!splits) continue;
       auto const node = nodes(first_child + c);
@@ -393,8 +424,10 @@ struct CompactByTeam {
       else next(at_next++) = Splitting<Index>{Index(first_child + c), node.begin, node.end, Index(0)};
     }
     if (t == ts - 1) { // the last slice ends at `children`
-      total(0) = Index(at_next);
-      if (total.extent(0) > 1) total(1) = Index(at_small);
+      state(state_splitting) = Index(at_next);
+      state(state_nodes) = Index(first_child + children);
+      state(state_small) = Index(small_at + at_small);
+      if (children > 0) state(state_depth) = Index(depth);
     }
   }
 };
@@ -931,9 +964,9 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   std::int64_t node_count = 1;
   int level = 0;
   Flags order_out, flags, scan, owners, holder, split_index;
-  Flags level_total; // how many nodes split on the next level, and how many were put aside
+  Flags state; // the loop's counts (LoopState); after it, the finish's
   int compact_team = 0;
-  typename Flags::HostMirror level_total_host;
+  typename Flags::HostMirror state_host;
   Kokkos::View<std::uint8_t*, MS> side;
   if (n > bucket) {
     owners = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::owners"), n);
@@ -945,63 +978,90 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
     flags = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::flags"), dn);
     scan = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::scan"), dn);
     side = backend::allocate<Kokkos::View<std::uint8_t*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::side"), n);
-    level_total = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::level_total"), 2);
-    level_total_host = Kokkos::create_mirror_view(level_total);
+    state = backend::allocate<Flags>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::bucket_tree::state"), state_entries);
+    state_host = Kokkos::create_mirror_view(state);
+    state_host(state_splitting) = Index(splitting);
+    state_host(state_nodes) = Index(node_count);
+    state_host(state_small) = Index(small_count);
+    state_host(state_depth) = Index(0);
+    Kokkos::deep_copy(exec, state, state_host);
+  }
+  // The first levels run without a wait. A node of more than `keeps`
+  // points splits on its level (it is neither a leaf nor put aside), and
+  // after L levels some node holds at least N / 2^L points, so the loop
+  // runs every level L with N / 2^L > keeps. Those levels are launched
+  // before the host knows their counts: their kernels read the counts
+  // from `state`, their launches sized by what a level L may have (2^L
+  // splitting nodes, 2^(L+2) - 1 nodes after it, within `capacity` and one
+  // team's compaction). The host reads the counts once after the last of
+  // them, and after every level from there on.
+  int blind = 0;
+  if (splitting) {
+    std::int64_t const keeps = small_limit > 0 ? small_limit : bucket;
+    while (blind < 40 && n > (keeps << blind) && (std::int64_t(4) << blind) - 1 <= capacity &&
+           (std::int64_t(2) << blind) <= team_compact_limit)
+      ++blind;
   }
   while (splitting > 0) { // Algorithm 2, one level
     kdforge::detail::Region r("kdforge::build_bucket_tree::level");
-    std::int64_t const first_child = node_count;
-    if (first_child + 2 * splitting > capacity) {
-      while (first_child + 2 * splitting > capacity) capacity *= 2;
+    bool const blind_level = level < blind;
+    // nodes that split on this level, and the first child's number: known,
+    // or on a blind level bounds (and read by the kernels from `state`)
+    std::int64_t const splits = blind_level ? std::int64_t(1) << level : splitting;
+    std::int64_t const first_child = blind_level ? (std::int64_t(2) << level) - 1 : node_count;
+    if (first_child + 2 * splits > capacity) { // never on a blind level (`blind` keeps within capacity)
+      while (first_child + 2 * splits > capacity) capacity *= 2;
       capacity = capacity < 2 * n - 1 ? capacity : 2 * n - 1;
       backend::resize_keeping(split_index, std::size_t(node_count), capacity);
       backend::ArenaPause<MS> const pause; // the tree's own
       backend::resize_keeping(nodes, std::size_t(node_count), capacity);
       backend::resize_keeping(boxes, std::size_t(node_count), capacity, 2 * dim);
     }
-    std::int64_t const children = 2 * splitting;
+    std::int64_t const children = 2 * splits;
     backend::reserve(next_flags, children, "kdforge::bucket_tree::next_flags");
     backend::reserve(next_scan, children, "kdforge::bucket_tree::next_scan");
-    Kokkos::parallel_for("kdforge::build_bucket_tree::split", Kokkos::RangePolicy<Exec>(exec, 0, splitting),
+    Kokkos::parallel_for("kdforge::build_bucket_tree::split", Kokkos::RangePolicy<Exec>(exec, 0, splits),
                          ChooseSplit<decltype(pts), Flags, decltype(boxes), decltype(nodes), Split>{
-                             pts, order, boxes, nodes, split, n, dim, level, first_child, next_flags, bucket});
+                             pts, order, boxes, nodes, split, n, dim, level, first_child, next_flags, bucket, state});
     Kokkos::parallel_for("kdforge::build_bucket_tree::owners", Kokkos::RangePolicy<Exec>(exec, 0, n),
                          AssignOwners<Flags, Flags, Split, decltype(nodes), decltype(side)>{
-                             owners, holder, split_index, split, nodes, order, side, n, first_child});
+                             owners, holder, split_index, split, nodes, order, side, n, first_child, state});
     Kokkos::parallel_for("kdforge::build_bucket_tree::flags", Kokkos::RangePolicy<Exec>(exec, 0, dn),
                          LeftFlags<Flags, decltype(side), Flags>{order, owners, side, flags, n});
     backend::exclusive_scan_async(exec, flags, scan, scan_space); // its total is not needed
     Kokkos::parallel_for("kdforge::build_bucket_tree::scatter", Kokkos::RangePolicy<Exec>(exec, 0, dn),
                          Scatter<Flags, Split, Flags, decltype(pts), decltype(boxes)>{
-                             order, order_out, split, flags, scan, owners, n, pts, boxes, dim, first_child});
+                             order, order_out, split, flags, scan, owners, n, pts, boxes, dim, first_child, state});
     std::swap(order, order_out);
-    // The compaction counts the nodes that split next, and the host reads
-    // that one number: one wait for the device a level, after the level's
-    // last kernel, where a scan returning its total waits and copies more.
-    // A node that splits holds more than B points, so at most N / (B + 1)
-    // do: `next` holds them before anyone knows how many there are.
+    // The compaction counts the nodes that split next into `state`, and
+    // the host reads it: one wait for the device a level (none on a blind
+    // one), after the level's last kernel, where a scan returning its total
+    // waits and copies more. A node that splits holds more than B points,
+    // so at most N / (B + 1) do: `next` holds them before anyone knows how
+    // many there are.
     backend::reserve(next, std::min<std::int64_t>(children, n / (bucket + 1)), "kdforge::bucket_tree::splitting");
     if (children <= team_compact_limit) {
       using Member = typename Kokkos::TeamPolicy<Exec>::member_type;
       CompactByTeam<decltype(nodes), Flags, Split, Member> const f{
-          nodes, next_flags, next, first_child, split_index, level_total, children, small, small_limit, small_count, level + 1};
+          nodes, next_flags, next, split_index, state, small, small_limit, level + 1};
       if (compact_team == 0) compact_team = team_size_for(exec, f);
       Kokkos::parallel_for("kdforge::build_bucket_tree::compact_team", Kokkos::TeamPolicy<Exec>(exec, 1, compact_team), f);
-    } else {
+    } else { // a level the host knows (`blind` stays below the limit)
       backend::exclusive_scan_async(exec, Kokkos::subview(next_flags, std::make_pair(std::int64_t(0), children)),
                                     Kokkos::subview(next_scan, std::make_pair(std::int64_t(0), children)), scan_space);
       Kokkos::parallel_for("kdforge::build_bucket_tree::compact", Kokkos::RangePolicy<Exec>(exec, 0, children),
                            CompactNext<decltype(nodes), Flags, Split>{nodes, next_flags, next_scan, next, first_child,
-                                                                      split_index, level_total, children});
+                                                                      split_index, state, children, level + 1});
     }
-    Kokkos::deep_copy(exec, level_total_host, level_total);
-    exec.fence();
-    std::int64_t const next_count = std::int64_t(level_total_host(0));
-    small_count += std::int64_t(level_total_host(1));
     std::swap(split, next);
-    splitting = next_count;
-    node_count += children;
     ++level;
+    if (level < blind) continue; // launched before this level's counts are known
+    Kokkos::deep_copy(exec, state_host, state);
+    exec.fence();
+    splitting = std::int64_t(state_host(state_splitting));
+    node_count = std::int64_t(state_host(state_nodes));
+    small_count = std::int64_t(state_host(state_small));
+    level = int(state_host(state_depth));
   }
   if (small_count > 0) { // the team finish
     kdforge::detail::Region r("kdforge::build_bucket_tree::finish");
@@ -1020,13 +1080,13 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
                          Kokkos::TeamPolicy<Exec>(exec, small_count, team_size_for(exec, finish))
                              .set_scratch_size(0, Kokkos::PerTeam(finish_scratch_bytes<Index>(small_limit, dim, bucket))),
                          finish);
-    FinishOffsets<Flags, Member> const offsets{results, first_rows, level_total, small_count, node_count};
+    FinishOffsets<Flags, Member> const offsets{results, first_rows, state, small_count, node_count};
     Kokkos::parallel_for("kdforge::build_bucket_tree::finish_offsets",
                          Kokkos::TeamPolicy<Exec>(exec, 1, team_size_for(exec, offsets)), offsets);
-    Kokkos::deep_copy(exec, level_total_host, level_total);
+    Kokkos::deep_copy(exec, state_host, state);
     exec.fence();
-    std::int64_t const rows_total = std::int64_t(level_total_host(0));
-    level = std::max(level, int(level_total_host(1)));
+    std::int64_t const rows_total = std::int64_t(state_host(0));
+    level = std::max(level, int(state_host(1)));
     if (rows_total > capacity) {
       capacity = rows_total;
       backend::ArenaPause<MS> const pause; // the tree's own
