@@ -35,7 +35,7 @@
 //    their own); the compaction counts the nodes that split next, and that
 //    count is the level's one read by the host; the first levels, which the
 //    loop surely runs, are launched without it (the kernels read the
-//    counts from the device: LoopState), so the host waits once for them
+//    counts from the device: LevelCounts), so the host waits once for them
 //    all; and the scratch of a small build comes from one block
 //    (backend::Arena).
 //  - Nodes of at most finish_limit points (in D <= finish_max_dim) leave
@@ -76,7 +76,7 @@ inline constexpr int midpoint_levels = 32;
 /// one: the nodes that split on the next level, the node count (the next
 /// level's first child), the nodes put aside for the team finish, and the
 /// depth of the deepest node so far.
-enum LoopState : int { state_splitting = 0, state_nodes = 1, state_small = 2, state_depth = 3, state_entries = 4 };
+enum LevelCounts : int { state_splitting = 0, state_nodes = 1, state_small = 2, state_depth = 3, state_entries = 4 };
 
 /// A node that splits on the current level: its range, and once chosen the
 /// size of its left part.
@@ -195,7 +195,7 @@ struct ChooseSplit {
   std::int64_t first_child; // children of split(a) are first_child + 2a, + 1
   NextFlags next_flags = {}; // where given: per child (2a, 2a + 1), 1 where it splits on the next level
   std::int64_t bucket = 0;
-  NextFlags state = {}; // where given (LoopState), the level's count and first child: a launch may be wider
+  NextFlags state = {}; // where given (LevelCounts), the level's count and first child: a launch may be wider
   KOKKOS_FUNCTION void operator()(std::int64_t a) const {
     std::int64_t first = first_child;
     if (state.extent(0)) {
@@ -244,7 +244,7 @@ struct AssignOwners {
   Side side;    // per point
   std::int64_t n;
   std::int64_t first_child;
-  Owners state = {}; // where given (LoopState), the first child is read there
+  Owners state = {}; // where given (LevelCounts), the first child is read there
   KOKKOS_FUNCTION void operator()(std::int64_t p) const {
     using Index = typename Owners::non_const_value_type;
     Index const a = split_index(holder(p));
@@ -314,7 +314,7 @@ struct Scatter {
   Boxes boxes = {};
   int dim = 0;
   std::int64_t first_child = 0;
-  Order state = {}; // where given (LoopState), the first child is read there
+  Order state = {}; // where given (LevelCounts), the first child is read there
   KOKKOS_FUNCTION void operator()(std::int64_t j) const {
     std::int64_t const d = j / n, p = j - d * n;
     std::int64_t const a = owners(p);
@@ -339,13 +339,13 @@ struct CompactNext {
   Split next;
   std::int64_t first_child;
   Flags split_index = {}; // where the compacted nodes split next (bucket trees): their index in `next`, else -1
-  Flags total = {};       // where given, its first entry gets how many of the `children` nodes split next
+  Flags total = {};       // where given, how many of the `children` nodes split next (its first entry; LevelCounts below)
   std::int64_t children = 0;
   int depth = 0; // the children's
   KOKKOS_FUNCTION void operator()(std::int64_t c) const {
     if (c == children - 1 && total.extent(0)) {
       total(0) = scan(c) + flags(c);
-      if (total.extent(0) >= state_entries) { // LoopState; none put aside (CompactByTeam does that)
+      if (total.extent(0) >= state_entries) { // LevelCounts; none put aside (CompactByTeam does that)
         using Index = typename Flags::non_const_value_type;
         total(state_nodes) = Index(first_child + children);
         total(state_depth) = Index(depth);
@@ -375,7 +375,7 @@ struct Small {
 /// with the scan of the flags and its total) in one launch where a vendor
 /// scan and CompactNext take three. Integer sums: the same on every backend
 /// and team size.
-/// The level's counts come from `state` (LoopState: its children are the
+/// The level's counts come from `state` (LevelCounts: its children are the
 /// first 2 state(state_splitting) entries of `flags`, numbered from
 /// state(state_nodes)), and the next level's go back there, so the host
 /// need not know them to launch it.
@@ -964,7 +964,7 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   std::int64_t node_count = 1;
   int level = 0;
   Flags order_out, flags, scan, owners, holder, split_index;
-  Flags state; // the loop's counts (LoopState); after it, the finish's
+  Flags state; // the loop's counts (LevelCounts); after it, the finish's
   int compact_team = 0;
   typename Flags::HostMirror state_host;
   Kokkos::View<std::uint8_t*, MS> side;
@@ -993,13 +993,14 @@ BucketTree<typename Exec::memory_space, T, Index> build(Exec const& exec,
   // before the host knows their counts: their kernels read the counts
   // from `state`, their launches sized by what a level L may have (2^L
   // splitting nodes, 2^(L+2) - 1 nodes after it, within `capacity` and one
-  // team's compaction). The host reads the counts once after the last of
-  // them, and after every level from there on.
+  // team's compaction; 2^L <= N / keeps <= N / B, within the lists' first
+  // reservations too, so no blind level allocates). The host reads the
+  // counts once after the last of them, and after every level from there on.
   int blind = 0;
   if (splitting) {
     std::int64_t const keeps = small_limit > 0 ? small_limit : bucket;
-    while (blind < 40 && n > (keeps << blind) && (std::int64_t(4) << blind) - 1 <= capacity &&
-           (std::int64_t(2) << blind) <= team_compact_limit)
+    while (n > (keeps << blind) && (std::int64_t(4) << blind) - 1 <= capacity &&
+           (std::int64_t(2) << blind) <= team_compact_limit) // (at most 16 levels)
       ++blind;
   }
   while (splitting > 0) { // Algorithm 2, one level

@@ -11,7 +11,8 @@
 // height, which the builder bounds (bfs_buckets/build.hpp), so no query ever
 // runs out of room and every search is exact.
 //
-// The dimension is a run-time value: distances are loops over it, summed in
+// The dimension is a run-time value (or a compile-time one through
+// FixedDimBucketTree, below; the same sums): distances are loops over it, summed in
 // dimension order with the rounding of the brute-force reference (no fused
 // multiply-add), and box distances with the same rounding, so a box's bound
 // never exceeds the computed distance of a point in it.
