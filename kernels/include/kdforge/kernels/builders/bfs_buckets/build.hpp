@@ -274,22 +274,38 @@ struct LeftFlags {
   }
 };
 
+/// Where the entry at position p of a splitting node's range [begin, end),
+/// split after `left_count` positions, goes in the stable partition of the
+/// range: a left point after the `lefts_before` left ones before it, a
+/// right one after all left ones and the right ones before it; and whether
+/// it lands first or last in its child's range (where the child's box is
+/// read off). The loop's Scatter (place) and the finishing team share it.
+struct Placement {
+  std::int64_t to;
+  bool first, last;
+};
+KOKKOS_FORCEINLINE_FUNCTION Placement placement(std::int64_t begin, std::int64_t left_count, std::int64_t end,
+                                                std::int64_t p, std::int64_t lefts_before, bool left) {
+  std::int64_t const mid = begin + left_count;
+  std::int64_t const to = left ? begin + lefts_before : mid + (p - begin - lefts_before);
+  return {to, to == (left ? begin : mid), to == (left ? mid : end) - 1};
+}
+
 /// Entry j of the list that starts at `base` (dimension d, position p of
 /// splitting node s's range) to its place in the stable partition of the
-/// node's range in `out`: a left point after the `lefts_before` left ones
-/// before it, a right one after all left ones and the right ones before it.
-/// Where given the points and boxes, a child's first and last entries write
-/// its box (row `child_row`) in dimension d.
+/// node's range in `out` (placement). Where given the points and boxes, a
+/// child's first and last entries write its box (row `child_row`) in
+/// dimension d.
 template <class Order, class Index, class PV, class Boxes>
 KOKKOS_FUNCTION void place(Order const& in, Order const& out, PV const& pts, Boxes const& boxes, int dim, int d,
                            std::int64_t base, std::int64_t j, std::int64_t p, Splitting<Index> const& s, bool left,
                            std::int64_t lefts_before, std::int64_t child_row) {
-  std::int64_t const begin = std::int64_t(s.begin), mid = begin + std::int64_t(s.left_count);
-  std::int64_t const to = left ? begin + lefts_before : mid + (p - begin - lefts_before);
-  out(base + to) = in(j);
+  Placement const at = placement(std::int64_t(s.begin), std::int64_t(s.left_count), std::int64_t(s.end), p,
+                                 lefts_before, left);
+  out(base + at.to) = in(j);
   if (boxes.extent(0)) {
-    if (to == (left ? begin : mid)) boxes(child_row, d) = pts(in(j), d);
-    if (to == (left ? mid : std::int64_t(s.end)) - 1) boxes(child_row, dim + d) = pts(in(j), d);
+    if (at.first) boxes(child_row, d) = pts(in(j), d);
+    if (at.last) boxes(child_row, dim + d) = pts(in(j), d);
   }
 }
 
@@ -662,14 +678,13 @@ struct FinishSmall {
         }
         LocalSplit const s = cur[a];
         bool const left = scan[j + 1] != scan[j];
-        std::int64_t const begin = s.begin, mid = begin + std::int64_t(s.left);
-        std::int64_t const lefts_before = std::int64_t(scan[j]) - std::int64_t(scan[base + begin]);
-        std::int64_t const to = left ? begin + lefts_before : mid + (i - begin - lefts_before);
-        dst[base + to] = src[j];
+        std::int64_t const lefts_before = std::int64_t(scan[j]) - std::int64_t(scan[base + s.begin]);
+        Placement const at = placement(s.begin, s.left, s.end, i, lefts_before, left);
+        dst[base + at.to] = src[j];
         std::int64_t const child_row = row0 + first_child + 2 * std::int64_t(a) + (left ? 0 : 1);
         int const dd = int(d);
-        if (to == (left ? begin : mid)) row_boxes(child_row, dd) = pts(gid[src[j]], dd);
-        if (to == (left ? mid : std::int64_t(s.end)) - 1) row_boxes(child_row, dim + dd) = pts(gid[src[j]], dd);
+        if (at.first) row_boxes(child_row, dd) = pts(gid[src[j]], dd);
+        if (at.last) row_boxes(child_row, dim + dd) = pts(gid[src[j]], dd);
       });
       team.team_barrier();
       // the next level's list (CompactByTeam)
