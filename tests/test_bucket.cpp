@@ -461,6 +461,18 @@ TEST_CASE_TEMPLATE("bucket trees: buckets of one, double, 64-bit indices, column
   check_queries<Exec, double, std::int32_t, Kokkos::LayoutLeft>(300, 64, Data::manifold, 16, 9);
 }
 
+TEST_CASE_TEMPLATE("bucket trees in many dimensions: copies in buckets of one tie with their boxes", Exec,
+                   KDFORGE_TEST_SPACES) {
+  // A bucket of one point is its own box. CPU walks sum box distances in
+  // another order than point distances (host_box_distances) and stop sums
+  // part way (abandon_block): a box's bound above its point's distance by
+  // one rounding would skip a copy of a k-th neighbour that wins the tie by
+  // its smaller index. Half the points here are copies.
+  for (int dim : {17, 64, 512})
+    check_queries<Exec, float, std::int32_t, Kokkos::LayoutRight>(400, dim, Data::duplicates, 1, 40 + std::uint64_t(dim));
+  check_queries<Exec, double, std::int64_t, Kokkos::LayoutRight>(400, 100, Data::duplicates, 1, 41);
+}
+
 TEST_CASE_TEMPLATE("bucket trees on degenerate input: copies of one point, one axis, tiny sets", Exec,
                    KDFORGE_TEST_SPACES) {
   for (std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(2), std::size_t(9), std::size_t(1000)}) {

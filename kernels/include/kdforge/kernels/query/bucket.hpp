@@ -323,6 +323,7 @@ struct CountingVisitor {
   V& v;
   std::int64_t cap;
   std::int64_t count = 0;
+  static constexpr bool counts_every_point = true; // the sample counts points reached, not kept
   KOKKOS_FORCEINLINE_FUNCTION auto bound() const { return v.bound(); }
   KOKKOS_FORCEINLINE_FUNCTION bool done() const { return count > cap || v.done(); }
   template <class Index, class T>

@@ -60,24 +60,6 @@ struct reduction_identity<kdforge::kernels::LaneSums<T, N>> {
 
 namespace kdforge::kernels {
 
-/// The margins of the team walk's bounds (see above) for dimension `dim`.
-template <class T>
-struct TeamBoundMargin {
-  // Constants, so device code reads values and calls no host function.
-  static constexpr T eps = std::numeric_limits<T>::epsilon();
-  static constexpr T smallest_normal = std::numeric_limits<T>::min();
-  T shrink; // 1 - 2 (D + 2) eps
-  T slack;  // (D + 2) x 4 x the smallest normal value
-  KOKKOS_INLINE_FUNCTION explicit TeamBoundMargin(int dim)
-      : shrink(T(1) - T(2) * (T(dim) + T(2)) * eps), slack(T(4) * (T(dim) + T(2)) * smallest_normal) {}
-  /// A lower bound of every dimension-order sum of the terms whose sum in
-  /// some other order is `s`.
-  KOKKOS_FORCEINLINE_FUNCTION T lower(T s) const {
-    T const b = s * shrink - slack;
-    return b > T(0) ? b : T(0);
-  }
-};
-
 /// N sums reduced over a team's vector lanes at once: one pass over the
 /// dimensions keeps N independent rows' loads in flight, where N passes
 /// would wait for one row at a time.
