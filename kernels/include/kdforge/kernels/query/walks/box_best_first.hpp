@@ -49,7 +49,7 @@ KOKKOS_FUNCTION void traverse_box_best_first(Tree const& tree, QV const& queries
           break;
         }
         T ll, lr;
-        bucket_box_distances(tree, queries, q, nd.left, nd.right, ll, lr, visitor.bound());
+        bucket_box_distances<false>(tree, queries, q, nd.left, nd.right, ll, lr, visitor.bound());
         ll *= scale;
         lr *= scale;
         bool const left_first = ll <= lr;

@@ -16,9 +16,12 @@
 // dimension order with the rounding of the brute-force reference (no fused
 // multiply-add), and box distances with the same rounding, so a box's bound
 // never exceeds the computed distance of a point in it. CPUs, from 17
-// dimensions on, sum boxes in vector lanes under a margin instead, and stop
-// sums that have passed the visitor's bound (abandon_block): what a visitor
-// is shown, and so every answer, stays the same.
+// dimensions on, stop sums that have passed the visitor's bound
+// (abandon_block): a visitor is shown the same points with the same
+// distances, in the same order. For exact kNN and closest point they also
+// sum boxes in vector lanes under a margin (host_box_distances): the order
+// of leaves may then differ where two boxes are about as near, and the
+// answer, which does not depend on it, does not.
 #include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/kernels/query/walks/common.hpp>
 #include <kdforge/kernels/trees/packed_node.hpp>
@@ -228,9 +231,17 @@ KOKKOS_INLINE_FUNCTION void host_box_distances(Tree const& tree, QV const& queri
 
 /// The squared distances from row q of `queries` to both children's boxes,
 /// summed side by side: two independent chains of additions, where one
-/// after the other would wait on each addition's latency; on CPUs, from
-/// abandon_block + 1 dimensions on, host_box_distances.
-template <class Tree, class QV>
+/// after the other would wait on each addition's latency. On CPUs, from
+/// abandon_block + 1 dimensions on, the sums stop once both exceed `bound`
+/// (both boxes are then out of reach, and the walks only compare them with
+/// a bound at most `bound`, times a scale >= 1, which the partial sums
+/// exceed as the whole ones would); with `Lanes`, they are
+/// host_box_distances' instead. Lanes change which child looks nearer
+/// where the two are close, so only walks whose answer does not depend on
+/// the order they visit leaves ask for them (exact kNN and closest point):
+/// radius rows left unsorted and the best-first walk's leaf budget keep the
+/// dimension-order sums every backend shares.
+template <bool Lanes, class Tree, class QV>
 KOKKOS_FORCEINLINE_FUNCTION void bucket_box_distances(Tree const& tree, QV const& queries, std::int64_t q,
                                                       typename Tree::index_type a, typename Tree::index_type b,
                                                       typename Tree::coordinate_type& da,
@@ -238,22 +249,28 @@ KOKKOS_FORCEINLINE_FUNCTION void bucket_box_distances(Tree const& tree, QV const
                                                       typename Tree::coordinate_type bound) {
   using T = typename Tree::coordinate_type;
   int const dim = tree.dim();
-  if constexpr (!backend::device_code) {
+  if constexpr (Lanes && !backend::device_code) {
     if (dim > abandon_block) {
       host_box_distances(tree, queries, q, a, b, da, db, bound);
       return;
     }
   }
+  int const block = !backend::device_code && dim > abandon_block ? abandon_block : dim;
   T ra = T(0), rb = T(0);
-  for (int d = 0; d < dim; ++d) {
-    T const x = T(queries(q, d));
-    T const alo = tree.lo(a, d), ahi = tree.hi(a, d), blo = tree.lo(b, d), bhi = tree.hi(b, d);
-    // max(lo - x, x - hi, 0): the distance outside the box, without a
-    // branch per dimension (its sign does not matter once squared)
-    T const ua = alo - x, va = x - ahi, ub = blo - x, vb = x - bhi;
-    T const ta = positive_part(ua > va ? ua : va, x), tb = positive_part(ub > vb ? ub : vb, x);
-    ra = d == 0 ? backend::mul_rn(ta, ta) : backend::add_rn(ra, backend::mul_rn(ta, ta));
-    rb = d == 0 ? backend::mul_rn(tb, tb) : backend::add_rn(rb, backend::mul_rn(tb, tb));
+  for (int d0 = 0; d0 < dim; d0 += block) {
+    int const d1 = dim - d0 > block ? d0 + block : dim;
+    for (int d = d0; d < d1; ++d) {
+      T const x = T(queries(q, d));
+      T const alo = tree.lo(a, d), ahi = tree.hi(a, d), blo = tree.lo(b, d), bhi = tree.hi(b, d);
+      // max(lo - x, x - hi, 0): the distance outside the box, without a
+      // branch per dimension (its sign does not matter once squared)
+      T const ua = alo - x, va = x - ahi, ub = blo - x, vb = x - bhi;
+      T const ta = positive_part(ua > va ? ua : va, x), tb = positive_part(ub > vb ? ub : vb, x);
+      ra = d == 0 ? backend::mul_rn(ta, ta) : backend::add_rn(ra, backend::mul_rn(ta, ta));
+      rb = d == 0 ? backend::mul_rn(tb, tb) : backend::add_rn(rb, backend::mul_rn(tb, tb));
+    }
+    if constexpr (!backend::device_code)
+      if (ra > bound && rb > bound) break;
   }
   da = ra;
   db = rb;
@@ -347,7 +364,8 @@ KOKKOS_FUNCTION void traverse_box_stack(Tree const& tree, QV const& queries, std
         break;
       }
       T ll, lr;
-      bucket_box_distances(tree, queries, q, node.left, node.right, ll, lr, visitor.bound());
+      bucket_box_distances<!has_fixed_bound<Visitor>::value>(tree, queries, q, node.left, node.right, ll, lr,
+                                                               visitor.bound());
       bool const left_first = ll <= lr;
       Entry const near{left_first ? node.left : node.right, left_first ? ll : lr};
       Entry const far{left_first ? node.right : node.left, left_first ? lr : ll};
