@@ -17,8 +17,9 @@
 // multiply-add), and box distances with the same rounding, so a box's bound
 // never exceeds the computed distance of a point in it. CPUs, from 17
 // dimensions on, stop sums that have passed the visitor's bound
-// (abandon_block): a visitor is shown the same points with the same
-// distances, in the same order. For exact kNN and closest point they also
+// (abandon_block): a visitor is shown the same points within its bound,
+// with the same distances, in the same order (those beyond it it would turn
+// away). For exact kNN and closest point they also
 // sum boxes in vector lanes under a margin (host_box_distances): the order
 // of leaves may then differ where two boxes are about as near, and the
 // answer, which does not depend on it, does not.
@@ -143,8 +144,8 @@ bucket_box_distance(Tree const& tree, QV const& queries, std::int64_t q, typenam
 /// point the same way). Exact: every term is >= +0 and an addition rounded
 /// to nearest is never below its larger operand, so a partial sum never
 /// exceeds the whole, and what lies beyond the bound changes no visitor
-/// (walks/common.hpp). GPUs sum whole distances: a warp's lanes would wait
-/// for the slowest anyway.
+/// (walks/common.hpp). GPUs sum whole distances (the same stop in the team
+/// walk, a warp reduction per chunk, was slower: docs/performance.md).
 inline constexpr int abandon_block = 16;
 
 /// The margins of bounds summed in another order than the dimension order
