@@ -170,6 +170,8 @@ int main(int argc, char** argv) {
                "also time the walk with a thread per query (Traversal::stack) where the tree walk's automatic "
                "choice is a team per query");
   CLI11_PARSE(app, argc, argv);
+  // a line at a time into pipes and files too: a run stopped by a time limit keeps the rows it printed
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (dim == 0) dim = table == 1 ? 3 : 512;
   if (flann && !descriptors::have_flann()) return std::fprintf(stderr, "built without FLANN (Debian: libflann-dev)\n"), 2;
   if (faiss && !descriptors::have_faiss()) return std::fprintf(stderr, "built without faiss (Debian: libfaiss-dev)\n"), 2;
