@@ -455,6 +455,78 @@ TEST_CASE_TEMPLATE("bucket trees: batches large enough for the team walk's leaf 
   }
 }
 
+namespace {
+// kNN (k = 1, 5, 40: the sorted lists and the heap) and closest point on a
+// batch of m queries against brute force, and the thread walk's query order
+template <class Exec, class T, class L>
+void check_query_order(int dim, Data data, std::size_t n, std::size_t m, std::uint64_t seed) {
+  CAPTURE(dim);
+  CAPTURE(name(data));
+  CAPTURE(m);
+  Exec exec;
+  auto const pts = make_rows<T>(n, dim, data, seed);
+  auto qs = make_rows<T>(m, dim, data, seed + 1);
+  for (std::size_t i = 0; i < m; i += 7) // points among the queries: ties at distance 0
+    for (int d = 0; d < dim; ++d) qs[i * std::size_t(dim) + std::size_t(d)] = pts[(i % n) * std::size_t(dim) + std::size_t(d)];
+  for (std::size_t i = 3; i < m; i += 101) // far outside the root's box, below and above it: codes clamped
+    for (int d = 0; d < dim; ++d) qs[i * std::size_t(dim) + std::size_t(d)] += T(i % 2 ? 50 : -50);
+  auto const p = to_view<Exec, Kokkos::LayoutRight>(pts, n, dim);
+  auto const q = to_view<Exec, L>(qs, m, dim);
+  auto const tree = build_bucket_tree(exec, p);
+  auto const order = detail::bucket_query_order(exec, tree, q);
+  bool const ordered = !detail::runs_on_gpu<Exec>() && m >= 4096;
+  CHECK(std::int64_t(order.extent(0)) == (ordered ? std::int64_t(m) : 0));
+  if (order.extent(0)) { // a permutation of the queries
+    auto const h = to_host(order);
+    std::vector<char> seen(m, 0);
+    for (std::size_t i = 0; i < m; ++i) {
+      REQUIRE(h[i] < m);
+      CHECK(!seen[h[i]]);
+      seen[h[i]] = 1;
+    }
+  }
+  QueryOptions walk, brute;
+  walk.strategy = KnnStrategy::tree;
+  walk.traversal = Traversal::stack;
+  brute.strategy = KnnStrategy::brute_force;
+  brute.brute_force_method = BruteForceMethod::tiles;
+  for (int k : {1, 5, 40}) {
+    CAPTURE(k);
+    auto const a = knn(exec, tree, q, k, walk);
+    auto const b = knn(exec, tree, q, k, brute);
+    auto const ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.indices);
+    auto const bi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.indices);
+    auto const ad = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.sq_distances);
+    auto const bd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.sq_distances);
+    std::int64_t differ = 0;
+    for (std::size_t i = 0; i < m; ++i)
+      for (int j = 0; j < k; ++j) differ += ai(i, j) != bi(i, j) || ad(i, j) != bd(i, j) ? 1 : 0;
+    CHECK(differ == 0);
+  }
+  auto const c = closest_point(exec, tree, q, walk);
+  auto const b = knn(exec, tree, q, 1, brute);
+  auto const ci = to_host(c.indices);
+  auto const cd = to_host(c.sq_distances);
+  auto const bi = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.indices);
+  auto const bd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, b.sq_distances);
+  std::int64_t differ = 0;
+  for (std::size_t i = 0; i < m; ++i) differ += ci[i] != bi(i, 0) || cd[i] != bd(i, 0) ? 1 : 0;
+  CHECK(differ == 0);
+}
+} // namespace
+
+TEST_CASE_TEMPLATE("bucket trees: batches the thread walk takes in Morton order answer like brute force", Exec,
+                   KDFORGE_TEST_SPACES) {
+  // from 4,096 queries on CPUs the thread-per-query walk sorts them by
+  // Morton code in the root's box (bucket_query_order); 3 dimensions, 40
+  // (the code's first 32), a lone dimension, double and column-major
+  // queries, and a batch just below the threshold
+  check_query_order<Exec, float, Kokkos::LayoutRight>(3, Data::uniform, 5000, 6000, 41);
+  check_query_order<Exec, float, Kokkos::LayoutLeft>(40, Data::manifold, 1500, 4096, 43);
+  check_query_order<Exec, double, Kokkos::LayoutLeft>(1, Data::duplicates, 3000, 5000, 45);
+  check_query_order<Exec, float, Kokkos::LayoutRight>(2, Data::clustered, 2000, 4095, 47);
+}
+
 TEST_CASE_TEMPLATE("bucket trees: buckets of one, double, 64-bit indices, column-major input", Exec, KDFORGE_TEST_SPACES) {
   check_queries<Exec, float, std::int32_t, Kokkos::LayoutRight>(700, 3, Data::uniform, 1, 7);
   check_queries<Exec, double, std::int64_t, Kokkos::LayoutLeft>(700, 5, Data::clustered, 4, 8);

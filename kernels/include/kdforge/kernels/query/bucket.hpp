@@ -105,7 +105,7 @@ KOKKOS_FORCEINLINE_FUNCTION void walk_maybe_skipping(Cand& cand, bool skip_self,
   }
 }
 
-template <class Tree, class QV, class Result, int CAP>
+template <class Tree, class QV, class Result, int CAP, class Order>
 struct BucketKnnFunctor {
   using T = typename Tree::coordinate_type;
   Tree tree;
@@ -114,7 +114,9 @@ struct BucketKnnFunctor {
   int k;
   T sq_cutoff;
   bool skip_self;
-  KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
+  Order order; // empty: as given (bucket_query_order)
+  KOKKOS_FUNCTION void operator()(std::int64_t slot) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(slot)) : slot;
     kernels::SortedCandidates<Tree, CAP> cand(tree, k, sq_cutoff);
     kernels::with_query_row(tree, queries, qi, [&](auto const& q) {
       walk_maybe_skipping(cand, skip_self, qi, [&](auto& v) { kernels::traverse_box_stack(tree, q, qi, v); });
@@ -123,7 +125,7 @@ struct BucketKnnFunctor {
   }
 };
 
-template <class Tree, class QV, class Result>
+template <class Tree, class QV, class Result, class Order>
 struct BucketKnnHeapFunctor {
   using T = typename Tree::coordinate_type;
   Tree tree;
@@ -132,7 +134,9 @@ struct BucketKnnHeapFunctor {
   int k;
   T sq_cutoff;
   bool skip_self;
-  KOKKOS_FUNCTION void operator()(std::int64_t qi) const {
+  Order order; // empty: as given (bucket_query_order)
+  KOKKOS_FUNCTION void operator()(std::int64_t slot) const {
+    std::int64_t const qi = order.extent(0) ? std::int64_t(order(slot)) : slot;
     using IR = Row<decltype(res.indices)>;
     using DR = Row<decltype(res.sq_distances)>;
     kernels::RowHeapCandidates<Tree, IR, DR> cand(tree, IR{res.indices, qi}, DR{res.sq_distances, qi}, k, sq_cutoff);
@@ -253,6 +257,64 @@ Kokkos::View<std::uint32_t*, typename Exec::memory_space> bucket_leaf_order(Exec
   return order;
 }
 
+/// The Morton code of a row (kernels/query/morton.hpp's, with the dimension
+/// a run-time value): the first `dims` coordinates, `bits` bits each, cells
+/// of the root's box (NaN and coordinates outside it clamped to its faces).
+template <class Tree, class QV, class MS>
+struct BucketMortonCode {
+  using T = typename Tree::coordinate_type;
+  Tree tree;
+  QV queries;
+  Kokkos::View<std::uint32_t*, MS> codes, order;
+  int dims, bits;
+  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+    std::uint32_t cell[32];
+    T const top = T((std::uint32_t(1) << bits) - 1);
+    for (int d = 0; d < dims; ++d) {
+      T const lo = tree.lo(0, d), extent = tree.hi(0, d) - lo;
+      T t = extent > T(0) ? (T(queries(i, d)) - lo) / extent : T(0);
+      t = t >= T(0) ? (t <= T(1) ? t : T(1)) : T(0);
+      cell[d] = std::uint32_t(t * top);
+    }
+    std::uint32_t code = 0;
+    for (int b = bits - 1; b >= 0; --b)
+      for (int d = 0; d < dims; ++d) code = (code << 1) | ((cell[d] >> b) & 1u);
+    codes(i) = code;
+    order(i) = std::uint32_t(i);
+  }
+};
+
+/// CPUs: the order in which the thread-per-query walks take the queries, by
+/// their Morton codes in the root's box (the top bits, morton_sort_bits'
+/// rule: ~32 queries a cell), so that a thread's consecutive queries walk
+/// the leaves and boxes the previous ones left in its caches; the level-order
+/// trees' queries take the same order (kernels/query/order.hpp). One thread,
+/// uniform 3-D points, k = 4, buckets of 8, queries = points in random
+/// order: 102,400 queries 2.1x faster, 1M 4-6x (docs/performance.md,
+/// "Descriptors"). Empty (as given): on GPUs (the thread walk there is
+/// unmeasured with an order; the team walk sorts by leaf,
+/// bucket_leaf_order), below 4,096 queries, from 2^32 on, or an empty tree.
+template <class Exec, class Tree, class QV>
+Kokkos::View<std::uint32_t*, typename Exec::memory_space> bucket_query_order(Exec const& exec, Tree const& tree,
+                                                                           QV const& q) {
+  using MS = typename Exec::memory_space;
+  std::int64_t const m = std::int64_t(q.extent(0));
+  if (runs_on_gpu<Exec>() || m < 4096 || m >= (std::int64_t(1) << 32) || tree.size() == 0) return {};
+  using V = Kokkos::View<std::uint32_t*, MS>;
+  auto codes = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::morton"), m);
+  auto order = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::query_order"), m);
+  int const dims = tree.dim() < 32 ? int(tree.dim()) : 32;
+  int const bits = 32 / dims;
+  int const key_bits = bits * dims;
+  Kokkos::parallel_for("kdforge::knn::bucket_morton", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                       BucketMortonCode<Tree, QV, MS>{tree, q, codes, order, dims, bits});
+  int sort_bits = 8;
+  while (sort_bits < key_bits && m > (std::int64_t(32) << sort_bits)) sort_bits += 8;
+  if (sort_bits > key_bits) sort_bits = key_bits;
+  backend::sort_by_key(exec, codes, order, key_bits - sort_bits, key_bits);
+  return order;
+}
+
 /// GPUs: the team walk's blocks (four warps) for k <= 8 are compiled for
 /// 12 blocks a multiprocessor, which caps their registers at 40: the walk
 /// waits on its loads, and more warps hide more of that wait. On an H200
@@ -304,14 +366,16 @@ void run_bucket_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Resu
     }
     return;
   }
+  auto const order = bucket_query_order(exec, tree, q);
+  using O = std::decay_t<decltype(order)>;
   with_fixed_bucket_dim<Exec>(tree, [&](auto const& t) {
     using TT = std::decay_t<decltype(t)>;
     if (k == 1) {
-      Kokkos::parallel_for("kdforge::knn::bucket_k1", policy, BucketKnnFunctor<TT, QV, Result, 1>{t, q, res, k, sq_cutoff, skip_self});
+      Kokkos::parallel_for("kdforge::knn::bucket_k1", policy, BucketKnnFunctor<TT, QV, Result, 1, O>{t, q, res, k, sq_cutoff, skip_self, order});
     } else if constexpr (!column) {
-      if (k <= 8) Kokkos::parallel_for("kdforge::knn::bucket_k8", policy, BucketKnnFunctor<TT, QV, Result, 8>{t, q, res, k, sq_cutoff, skip_self});
-      else if (k <= 32) Kokkos::parallel_for("kdforge::knn::bucket_k32", policy, BucketKnnFunctor<TT, QV, Result, 32>{t, q, res, k, sq_cutoff, skip_self});
-      else Kokkos::parallel_for("kdforge::knn::bucket_heap", policy, BucketKnnHeapFunctor<TT, QV, Result>{t, q, res, k, sq_cutoff, skip_self});
+      if (k <= 8) Kokkos::parallel_for("kdforge::knn::bucket_k8", policy, BucketKnnFunctor<TT, QV, Result, 8, O>{t, q, res, k, sq_cutoff, skip_self, order});
+      else if (k <= 32) Kokkos::parallel_for("kdforge::knn::bucket_k32", policy, BucketKnnFunctor<TT, QV, Result, 32, O>{t, q, res, k, sq_cutoff, skip_self, order});
+      else Kokkos::parallel_for("kdforge::knn::bucket_heap", policy, BucketKnnHeapFunctor<TT, QV, Result, O>{t, q, res, k, sq_cutoff, skip_self, order});
     }
   });
 }
