@@ -425,6 +425,7 @@ TEST_CASE_TEMPLATE("bucket trees: batches large enough for the team walk's leaf 
   auto const tree = build_bucket_tree(exec, p);
   auto const order = detail::bucket_leaf_order(exec, tree, q);
   CHECK(std::int64_t(order.extent(0)) == (detail::runs_on_gpu<Exec>() ? std::int64_t(m) : 0));
+  CHECK(detail::bucket_leaf_order(exec, tree, q, QueryOrder::as_given).extent(0) == 0);
   QueryOptions walk, brute;
   walk.strategy = KnnStrategy::tree;
   walk.traversal = Traversal::team;
@@ -485,13 +486,19 @@ void check_query_order(int dim, Data data, std::size_t n, std::size_t m, std::ui
       seen[h[i]] = 1;
     }
   }
+  // QueryOptions::order: morton is the automatic order, as_given none
+  CHECK(detail::bucket_query_order(exec, tree, q, QueryOrder::morton).extent(0) == order.extent(0));
+  CHECK(detail::bucket_query_order(exec, tree, q, QueryOrder::as_given).extent(0) == 0);
   QueryOptions walk, brute;
   walk.strategy = KnnStrategy::tree;
   walk.traversal = Traversal::stack;
   brute.strategy = KnnStrategy::brute_force;
   brute.brute_force_method = BruteForceMethod::tiles;
-  for (int k : {1, 5, 40}) {
+  for (auto const [k, query_order] : {std::pair{1, QueryOrder::automatic}, std::pair{5, QueryOrder::automatic},
+                                      std::pair{40, QueryOrder::automatic}, std::pair{5, QueryOrder::as_given}}) {
     CAPTURE(k);
+    CAPTURE(int(query_order));
+    walk.order = query_order;
     auto const a = knn(exec, tree, q, k, walk);
     auto const b = knn(exec, tree, q, k, brute);
     auto const ai = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, a.indices);
@@ -503,6 +510,7 @@ void check_query_order(int dim, Data data, std::size_t n, std::size_t m, std::ui
       for (int j = 0; j < k; ++j) differ += ai(i, j) != bi(i, j) || ad(i, j) != bd(i, j) ? 1 : 0;
     CHECK(differ == 0);
   }
+  walk.order = QueryOrder::automatic;
   auto const c = closest_point(exec, tree, q, walk);
   auto const b = knn(exec, tree, q, 1, brute);
   auto const ci = to_host(c.indices);

@@ -9,7 +9,10 @@
 // brute force and by the automatic strategy (all three checked identical),
 // approximate kNN with leaf budgets (time and recall@k), and in the same
 // run FLANN's single k-d tree (exact) and randomized forest (approximate)
-// and faiss's IndexFlatL2 on the CPU, where CMake found them.
+// and faiss's IndexFlatL2 on the CPU, where CMake found them. --no-brute
+// leaves brute force out (minutes of it from ~10^5 points on CPUs): the
+// exact walk is then the reference, and FLANN's exact search (recall 1)
+// the check.
 //
 //   kdforge-descriptors-bench --table 2 --dist manifold --flann --faiss
 #include "baselines.hpp"
@@ -154,7 +157,7 @@ int main(int argc, char** argv) {
   std::int64_t bucket = 8;
   std::vector<std::int64_t> leaves{1, 4, 16, 64, 256};
   std::vector<int> checks{32, 128, 512, 2048};
-  bool flann = false, faiss = false, stack_walk = false;
+  bool flann = false, faiss = false, stack_walk = false, no_brute = false, as_given = false;
   app.add_option("--table", table, "1: D = 3 (Table I), 2: D = 512 (Table II)")->check(CLI::Range(1, 2));
   app.add_option("--dim", dim, "dimension instead of the table's");
   app.add_option("--dist", dist, "uniform | manifold | descriptors");
@@ -169,6 +172,11 @@ int main(int argc, char** argv) {
   app.add_flag("--stack-walk", stack_walk,
                "also time the walk with a thread per query (Traversal::stack) where the tree walk's automatic "
                "choice is a team per query");
+  app.add_flag("--no-brute", no_brute,
+               "leave brute force out: the exact walk is the reference (with --flann, FLANN's exact search checks it)");
+  app.add_flag("--as-given", as_given,
+               "also time the tree walk with the queries as given (QueryOptions::order = as_given; CPUs otherwise "
+               "take them in Morton order from 4,096 on)");
   CLI11_PARSE(app, argc, argv);
   // a line at a time into pipes and files too: a run stopped by a time limit keeps the rows it printed
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -196,8 +204,21 @@ int main(int argc, char** argv) {
     kdforge::KnnResult<MS, float, std::int32_t> r;
     double const t_walk = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, walk); });
     HostKnn const rw = to_host(r);
-    double const t_brute = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, brute); });
-    HostKnn const rb = to_host(r);
+    double t_brute = -1;
+    HostKnn rb = rw; // the reference: brute force, or with --no-brute the exact walk
+    if (!no_brute) {
+      t_brute = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, brute); });
+      rb = to_host(r);
+    }
+    double t_given = -1;
+    bool given_same = true;
+    if (as_given) {
+      kdforge::QueryOptions g = walk;
+      g.order = kdforge::QueryOrder::as_given;
+      t_given = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, g); });
+      HostKnn const rg = to_host(r);
+      given_same = rg.idx == rw.idx && rg.d2 == rw.d2;
+    }
     kdforge::Traversal const resolved = kdforge::detail::bucket_traversal<Exec>(walk.traversal, dim, k);
     bool const team = resolved == kdforge::Traversal::team;
     double t_stack = -1;
@@ -213,29 +234,35 @@ int main(int argc, char** argv) {
     double t_tiles = -1, t_gemm = -1;
     bool methods_same = true;
     if constexpr (kdforge::backend::has_gemm<Exec>) {
-      kdforge::QueryOptions m = brute;
-      m.brute_force_method = kdforge::BruteForceMethod::tiles;
-      t_tiles = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, m); });
-      HostKnn const rt = to_host(r);
-      m.brute_force_method = kdforge::BruteForceMethod::gemm;
-      t_gemm = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, m); });
-      HostKnn const rg = to_host(r);
-      methods_same = rt.idx == rb.idx && rt.d2 == rb.d2 && rg.idx == rb.idx && rg.d2 == rb.d2;
+      if (!no_brute) {
+        kdforge::QueryOptions m = brute;
+        m.brute_force_method = kdforge::BruteForceMethod::tiles;
+        t_tiles = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, m); });
+        HostKnn const rt = to_host(r);
+        m.brute_force_method = kdforge::BruteForceMethod::gemm;
+        t_gemm = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, m); });
+        HostKnn const rg = to_host(r);
+        methods_same = rt.idx == rb.idx && rt.d2 == rb.d2 && rg.idx == rb.idx && rg.d2 == rb.d2;
+      }
     }
     double const t_auto = median_ms(reps, [&] { kdforge::knn(exec, tree, p, k, r, automatic); });
     HostKnn const ra = to_host(r);
     double const share = kdforge::detail::sampled_visit_share(exec, tree, p, k);
     bool const picks_brute =
         kdforge::detail::choose_brute_force(exec, tree, p, k, kdforge::BruteForceMethod::automatic, resolved);
-    bool const same = rw.idx == rb.idx && rw.d2 == rb.d2 && ra.idx == rb.idx && methods_same && stack_same;
+    bool const same =
+        rw.idx == rb.idx && rw.d2 == rb.d2 && ra.idx == rb.idx && methods_same && stack_same && given_same;
     failed = failed || !same;
     std::printf("\nN = %lld: build %.3f ms (peak %.1f MiB, %lld nodes, height %d)\n", (long long)n, build,
                 double(tree.build_peak_bytes()) / (1 << 20), (long long)tree.node_count(), tree.height());
-    std::printf("  exact kNN: tree walk (%s) %.3f ms (looks at %.1f%% of the points), brute force %.3f ms, automatic "
+    char brute_ms[32] = "not run";
+    if (t_brute >= 0) std::snprintf(brute_ms, sizeof brute_ms, "%.3f ms", t_brute);
+    std::printf("  exact kNN: tree walk (%s) %.3f ms (looks at %.1f%% of the points), brute force %s, automatic "
                 "%.3f ms (%s); answers %s\n",
-                team ? "a team per query" : "a thread per query", t_walk, 100.0 * share, t_brute, t_auto,
+                team ? "a team per query" : "a thread per query", t_walk, 100.0 * share, brute_ms, t_auto,
                 picks_brute ? "brute force" : "tree",
                 same ? "identical" : "DIFFER: CHECK FAILED");
+    if (t_given >= 0) std::printf("  tree walk with the queries as given: %.3f ms\n", t_given);
     if (t_stack >= 0) std::printf("  tree walk with a thread per query: %.3f ms\n", t_stack);
     if (t_tiles >= 0)
       std::printf("  brute force by method: tiles %.3f ms, GEMM %.3f ms (%.1fx)\n", t_tiles, t_gemm, t_tiles / t_gemm);

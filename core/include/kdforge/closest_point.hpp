@@ -42,7 +42,7 @@ void closest_point_impl(Exec const& exec, Tree const& tree, Queries const& queri
       Kokkos::deep_copy(exec, out.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
     } else {
       detail::run_bucket_knn(exec, tree, queries, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff,
-                             options.exclude_self, walk);
+                             options.exclude_self, walk, options.order);
     }
     (void)workspace;
   } else {

@@ -60,7 +60,10 @@ enum class Traversal {
 };
 
 /// In which order a batch of queries is processed (results are always
-/// returned in the caller's order).
+/// returned in the caller's order). Bucket trees' kNN and closest point take
+/// morton as automatic: Morton order for the thread-per-query walk on CPUs
+/// (from 4,096 queries), the leaves' order for the team walk on GPUs, as
+/// given otherwise; as_given turns both off.
 enum class QueryOrder {
   automatic, ///< the faster one measured: Morton order on every target (GPUs and CPUs)
   as_given,

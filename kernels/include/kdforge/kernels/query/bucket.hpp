@@ -232,18 +232,20 @@ struct BucketLeafKey {
 /// GPUs: the order in which the team walk takes the queries, by the leaf
 /// each one's descent reaches, so that the warps running together walk
 /// neighbouring leaves and find their rows and boxes in the cache (empty:
-/// as given, on CPUs, beyond 2^32 points or 2^31 queries, and below 2^20
+/// as given, where QueryOptions::order asks for that, on CPUs, beyond 2^32
+/// points or 2^31 queries, and below 2^20
 /// coordinates of queries, where the sort cost more than it saved: on an
 /// H200, 102,400 queries took 18% less time in 512 dimensions and 11% in
 /// 128, and 12,800 queries in 16 dimensions 20% more).
 template <class Exec, class Tree, class QV>
-Kokkos::View<std::uint32_t*, typename Exec::memory_space> bucket_leaf_order(Exec const& exec, Tree const& tree,
-                                                                          QV const& q) {
+Kokkos::View<std::uint32_t*, typename Exec::memory_space>
+bucket_leaf_order(Exec const& exec, Tree const& tree, QV const& q, QueryOrder order_option = QueryOrder::automatic) {
   using MS = typename Exec::memory_space;
   std::int64_t const m = std::int64_t(q.extent(0));
   std::int64_t const n = std::int64_t(tree.size());
   // (below 2^31: the item count of every CUB sort)
-  if (!runs_on_gpu<Exec>() || m * std::int64_t(tree.dim()) < (std::int64_t(1) << 20) || n == 0 ||
+  if (order_option == QueryOrder::as_given || !runs_on_gpu<Exec>() ||
+      m * std::int64_t(tree.dim()) < (std::int64_t(1) << 20) || n == 0 ||
       m >= (std::int64_t(1) << 31) || n >= (std::int64_t(1) << 32))
     return {};
   using V = Kokkos::View<std::uint32_t*, MS>;
@@ -291,15 +293,19 @@ struct BucketMortonCode {
 /// trees' queries take the same order (kernels/query/order.hpp). One thread,
 /// uniform 3-D points, k = 4, buckets of 8, queries = points in random
 /// order: 102,400 queries 2.1x faster, 1M 4-6x (docs/performance.md,
-/// "Descriptors"). Empty (as given): on GPUs (the thread walk there is
-/// unmeasured with an order; the team walk sorts by leaf,
-/// bucket_leaf_order), below 4,096 queries, from 2^32 on, or an empty tree.
+/// "Descriptors"). Empty (as given): where QueryOptions::order asks for
+/// that, on GPUs (the thread walk there is unmeasured with an order; the
+/// team walk sorts by leaf, bucket_leaf_order), below 4,096 queries, from
+/// 2^32 on, or an empty tree. QueryOrder::morton is the automatic choice:
+/// bucket trees take the order each walk was measured fastest with.
 template <class Exec, class Tree, class QV>
-Kokkos::View<std::uint32_t*, typename Exec::memory_space> bucket_query_order(Exec const& exec, Tree const& tree,
-                                                                           QV const& q) {
+Kokkos::View<std::uint32_t*, typename Exec::memory_space>
+bucket_query_order(Exec const& exec, Tree const& tree, QV const& q, QueryOrder order_option = QueryOrder::automatic) {
   using MS = typename Exec::memory_space;
   std::int64_t const m = std::int64_t(q.extent(0));
-  if (runs_on_gpu<Exec>() || m < 4096 || m >= (std::int64_t(1) << 32) || tree.size() == 0) return {};
+  if (order_option == QueryOrder::as_given || runs_on_gpu<Exec>() || m < 4096 || m >= (std::int64_t(1) << 32) ||
+      tree.size() == 0)
+    return {};
   using V = Kokkos::View<std::uint32_t*, MS>;
   auto codes = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::morton"), m);
   auto order = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::query_order"), m);
@@ -328,13 +334,13 @@ using BucketTeamBounds = std::conditional_t<(CAP <= 8), Kokkos::LaunchBounds<128
 
 template <int CAP, class Exec, class Tree, class QV, class Result>
 void run_bucket_knn_team(char const* name, Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
-                         typename Tree::coordinate_type sq_cutoff, bool skip_self) {
+                         typename Tree::coordinate_type sq_cutoff, bool skip_self, QueryOrder order_option) {
   std::int64_t const m = std::int64_t(q.extent(0));
   // GPUs: a warp per query, four queries per block (128 threads:
   // BucketTeamBounds); CPUs: one lane, a team per query
   constexpr bool gpu = runs_on_gpu<Exec>();
   int const per_team = gpu ? 4 : 1;
-  auto const order = bucket_leaf_order(exec, tree, q);
+  auto const order = bucket_leaf_order(exec, tree, q, order_option);
   // leagues of at most 2^30 teams (an int), each launch from `first` on
   std::int64_t const per_launch = (std::int64_t(1) << 30) * per_team;
   for (std::int64_t first = 0; first < m; first += per_launch) {
@@ -352,21 +358,21 @@ void run_bucket_knn_team(char const* name, Exec const& exec, Tree const& tree, Q
 template <class Exec, class Tree, class QV, class Result>
 void run_bucket_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
                     typename Tree::coordinate_type sq_cutoff, bool skip_self = false,
-                    Traversal walk = Traversal::stack) {
+                    Traversal walk = Traversal::stack, QueryOrder order_option = QueryOrder::automatic) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
   Region region("kdforge::knn");
   QueryPolicy<Exec> policy(exec, 0, m);
   constexpr bool column = is_column_result<Result>::value;
   if (walk == Traversal::team && k <= 32) {
-    if (k == 1) run_bucket_knn_team<1>("kdforge::knn::bucket_team_k1", exec, tree, q, k, res, sq_cutoff, skip_self);
+    if (k == 1) run_bucket_knn_team<1>("kdforge::knn::bucket_team_k1", exec, tree, q, k, res, sq_cutoff, skip_self, order_option);
     else if constexpr (!column) {
-      if (k <= 8) run_bucket_knn_team<8>("kdforge::knn::bucket_team_k8", exec, tree, q, k, res, sq_cutoff, skip_self);
-      else run_bucket_knn_team<32>("kdforge::knn::bucket_team_k32", exec, tree, q, k, res, sq_cutoff, skip_self);
+      if (k <= 8) run_bucket_knn_team<8>("kdforge::knn::bucket_team_k8", exec, tree, q, k, res, sq_cutoff, skip_self, order_option);
+      else run_bucket_knn_team<32>("kdforge::knn::bucket_team_k32", exec, tree, q, k, res, sq_cutoff, skip_self, order_option);
     }
     return;
   }
-  auto const order = bucket_query_order(exec, tree, q);
+  auto const order = bucket_query_order(exec, tree, q, order_option);
   using O = std::decay_t<decltype(order)>;
   with_fixed_bucket_dim<Exec>(tree, [&](auto const& t) {
     using TT = std::decay_t<decltype(t)>;
