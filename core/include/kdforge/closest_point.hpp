@@ -42,9 +42,8 @@ void closest_point_impl(Exec const& exec, Tree const& tree, Queries const& queri
       Kokkos::deep_copy(exec, out.sq_distances, Kokkos::subview(rows.sq_distances, Kokkos::ALL, 0));
     } else {
       detail::run_bucket_knn(exec, tree, queries, 1, R{{out.indices}, {out.sq_distances}}, sq_cutoff,
-                             options.exclude_self, walk, options.order);
+                             options.exclude_self, walk, options.order, &workspace);
     }
-    (void)workspace;
   } else {
     detail::refuse_bucket_only_options(options, "closest_point");
     auto const walk = detail::make_walk<Exec>(options, "closest_point");

@@ -40,8 +40,8 @@ void knn_impl(Exec const& exec, Tree const& tree, Queries const& queries, int k,
       detail::run_bucket_brute_knn(exec, tree, queries, k, out, sq_cutoff, options.exclude_self,
                                    options.brute_force_method, "knn");
     else
-      detail::run_bucket_knn(exec, tree, queries, k, out, sq_cutoff, options.exclude_self, walk, options.order);
-    (void)workspace;
+      detail::run_bucket_knn(exec, tree, queries, k, out, sq_cutoff, options.exclude_self, walk, options.order,
+                             &workspace);
   } else {
     detail::refuse_bucket_only_options(options, "knn");
     auto const walk = detail::make_walk<Exec>(options, "knn");

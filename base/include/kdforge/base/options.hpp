@@ -63,11 +63,12 @@ enum class Traversal {
 /// returned in the caller's order). Bucket trees' kNN and closest point take
 /// morton as automatic: Morton order for the thread-per-query walk on CPUs
 /// (from 4,096 queries), the leaves' order for the team walk on GPUs, as
-/// given otherwise; as_given turns both off.
+/// given otherwise; as_given turns both off. Their radius searches and
+/// approximate kNN take the queries as given whatever the option says.
 enum class QueryOrder {
-  automatic, ///< the faster one measured: Morton order on every target (GPUs and CPUs)
+  automatic, ///< the faster one measured: Morton order on every target for level-order trees (bucket trees: above)
   as_given,
-  morton,    ///< sorted by the Morton code of the query point
+  morton,    ///< sorted by the Morton code of the query point (bucket trees: as automatic)
 };
 
 /// The bottom levels of the tree that queries scan instead of traverse:

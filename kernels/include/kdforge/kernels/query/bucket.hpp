@@ -12,6 +12,7 @@
 #include <kdforge/backends/primitives.hpp>
 #include <kdforge/base/error.hpp>
 #include <kdforge/base/profiling.hpp>
+#include <kdforge/base/workspace.hpp>
 #include <kdforge/kernels/query/candidates.hpp>
 #include <kdforge/kernels/query/launch.hpp>
 #include <kdforge/kernels/query/radius.hpp>
@@ -260,14 +261,16 @@ bucket_leaf_order(Exec const& exec, Tree const& tree, QV const& q, QueryOrder or
 }
 
 /// The Morton code of a row (kernels/query/morton.hpp's, with the dimension
-/// a run-time value): the first `dims` coordinates, `bits` bits each, cells
-/// of the root's box (NaN and coordinates outside it clamped to its faces).
-template <class Tree, class QV, class MS>
+/// a run-time value): the first `dims` coordinates, `bits` bits each (at
+/// most 24: a cell index below 2^bits, exact in float), cells of the root's
+/// box (NaN and coordinates outside it clamped to its faces).
+template <class Tree, class QV, class Codes, class Order>
 struct BucketMortonCode {
   using T = typename Tree::coordinate_type;
   Tree tree;
   QV queries;
-  Kokkos::View<std::uint32_t*, MS> codes, order;
+  Codes codes;
+  Order order;
   int dims, bits;
   KOKKOS_FUNCTION void operator()(std::int64_t i) const {
     std::uint32_t cell[32];
@@ -290,35 +293,49 @@ struct BucketMortonCode {
 /// their Morton codes in the root's box (the top bits, morton_sort_bits'
 /// rule: ~32 queries a cell), so that a thread's consecutive queries walk
 /// the leaves and boxes the previous ones left in its caches; the level-order
-/// trees' queries take the same order (kernels/query/order.hpp). One thread,
-/// uniform 3-D points, k = 4, buckets of 8, queries = points in random
-/// order: 102,400 queries 2.1x faster, 1M 4-6x (docs/performance.md,
-/// "Descriptors"). Empty (as given): where QueryOptions::order asks for
-/// that, on GPUs (the thread walk there is unmeasured with an order; the
-/// team walk sorts by leaf, bucket_leaf_order), below 4,096 queries, from
-/// 2^32 on, or an empty tree. QueryOrder::morton is the automatic choice:
-/// bucket trees take the order each walk was measured fastest with.
+/// trees' queries take the same order (kernels/query/order.hpp). Uniform
+/// 3-D points, k = 4, buckets of 8, queries = points in random order: 1.22x
+/// faster at 102,400 queries and 1.53x at 1M on 16 Xeon cores, 1.39x at
+/// 102,400 on one EPYC thread; in 128 and 512 dimensions, where the walk
+/// sums rather than waits, unchanged (docs/performance.md, "Descriptors").
+/// The codes and the order live in `ws` (grown as needed), as the
+/// level-order trees' do. Empty (as given): where QueryOptions::order asks
+/// for that, on GPUs (the thread walk there is unmeasured with an order;
+/// the team walk sorts by leaf, bucket_leaf_order), below 4,096 queries,
+/// from 2^32 on, or an empty tree. QueryOrder::morton is the automatic
+/// choice: bucket trees take the order each walk was measured fastest with.
 template <class Exec, class Tree, class QV>
-Kokkos::View<std::uint32_t*, typename Exec::memory_space>
-bucket_query_order(Exec const& exec, Tree const& tree, QV const& q, QueryOrder order_option = QueryOrder::automatic) {
+Kokkos::View<std::uint32_t*, typename Exec::memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>
+bucket_query_order(Exec const& exec, Tree const& tree, QV const& q, QueryOrder order_option,
+                   QueryWorkspace<typename Exec::memory_space>& ws) {
   using MS = typename Exec::memory_space;
+  using Order = Kokkos::View<std::uint32_t*, MS, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   std::int64_t const m = std::int64_t(q.extent(0));
-  if (order_option == QueryOrder::as_given || runs_on_gpu<Exec>() || m < 4096 || m >= (std::int64_t(1) << 32) ||
-      tree.size() == 0)
-    return {};
-  using V = Kokkos::View<std::uint32_t*, MS>;
-  auto codes = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::morton"), m);
-  auto order = backend::allocate<V>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::knn::query_order"), m);
-  int const dims = tree.dim() < 32 ? int(tree.dim()) : 32;
-  int const bits = 32 / dims;
-  int const key_bits = bits * dims;
-  Kokkos::parallel_for("kdforge::knn::bucket_morton", Kokkos::RangePolicy<Exec>(exec, 0, m),
-                       BucketMortonCode<Tree, QV, MS>{tree, q, codes, order, dims, bits});
-  int sort_bits = 8;
-  while (sort_bits < key_bits && m > (std::int64_t(32) << sort_bits)) sort_bits += 8;
-  if (sort_bits > key_bits) sort_bits = key_bits;
-  backend::sort_by_key(exec, codes, order, key_bits - sort_bits, key_bits);
-  return order;
+  if constexpr (runs_on_gpu<Exec>()) {
+    (void)exec, (void)tree, (void)order_option, (void)ws;
+    return Order();
+  } else {
+    if (order_option == QueryOrder::as_given || m < 4096 || m >= (std::int64_t(1) << 32) || tree.size() == 0)
+      return Order();
+    if (std::int64_t(ws.codes.extent(0)) < m)
+      ws.codes = backend::allocate<Kokkos::View<std::uint32_t*, MS>>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::morton"), m);
+    if (std::int64_t(ws.order_bytes.extent(0)) < m * std::int64_t(sizeof(std::uint32_t)))
+      ws.order_bytes = backend::allocate<Kokkos::View<char*, MS>>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::query::order"), m * std::int64_t(sizeof(std::uint32_t)));
+    Order const order(reinterpret_cast<std::uint32_t*>(ws.order_bytes.data()), m);
+    auto const codes = Kokkos::subview(ws.codes, Kokkos::make_pair(std::int64_t(0), m));
+    int const dims = tree.dim() < 32 ? int(tree.dim()) : 32;
+    int const bits = dims == 1 ? 24 : 32 / dims;
+    int const key_bits = bits * dims;
+    Kokkos::parallel_for("kdforge::knn::bucket_morton", Kokkos::RangePolicy<Exec>(exec, 0, m),
+                         BucketMortonCode<Tree, QV, decltype(codes), Order>{tree, q, codes, order, dims, bits});
+    int sort_bits = 8;
+    while (sort_bits < key_bits && m > (std::int64_t(32) << sort_bits)) sort_bits += 8;
+    if (sort_bits > key_bits) sort_bits = key_bits;
+    backend::sort_by_key_async(exec, codes, order, ws.scratch, key_bits - sort_bits, key_bits);
+    return order;
+  }
 }
 
 /// GPUs: the team walk's blocks (four warps) for k <= 8 are compiled for
@@ -358,7 +375,8 @@ void run_bucket_knn_team(char const* name, Exec const& exec, Tree const& tree, Q
 template <class Exec, class Tree, class QV, class Result>
 void run_bucket_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Result const& res,
                     typename Tree::coordinate_type sq_cutoff, bool skip_self = false,
-                    Traversal walk = Traversal::stack, QueryOrder order_option = QueryOrder::automatic) {
+                    Traversal walk = Traversal::stack, QueryOrder order_option = QueryOrder::automatic,
+                    QueryWorkspace<typename Exec::memory_space>* workspace = nullptr) {
   std::int64_t const m = std::int64_t(q.extent(0));
   if (m == 0) return;
   Region region("kdforge::knn");
@@ -372,7 +390,8 @@ void run_bucket_knn(Exec const& exec, Tree const& tree, QV const& q, int k, Resu
     }
     return;
   }
-  auto const order = bucket_query_order(exec, tree, q, order_option);
+  QueryWorkspace<typename Exec::memory_space> own; // without a caller's: this call's, freed at its end
+  auto const order = bucket_query_order(exec, tree, q, order_option, workspace ? *workspace : own);
   using O = std::decay_t<decltype(order)>;
   with_fixed_bucket_dim<Exec>(tree, [&](auto const& t) {
     using TT = std::decay_t<decltype(t)>;

@@ -16,14 +16,16 @@
 
 namespace kdforge::kernels {
 
-/// 32-bit codes: 32 / D bits per dimension (10 for D = 3, a 1024^3 grid),
-/// and only the first 32 dimensions above D = 32. Coarser than the points'
-/// precision on purpose: the order only needs to group nearby queries, and a
-/// 30-bit key sorts in 4 radix passes where a 63-bit one takes 8.
+/// 32-bit codes: 32 / D bits per dimension (10 for D = 3, a 1024^3 grid;
+/// 24 for D = 1, a cell index exact in float and a shift below the word's
+/// width), and only the first 32 dimensions above D = 32. Coarser than the
+/// points' precision on purpose: the order only needs to group nearby
+/// queries, and a 30-bit key sorts in 4 radix passes where a 63-bit one
+/// takes 8.
 template <int D>
 KOKKOS_INLINE_FUNCTION constexpr int morton_dims() { return D < 32 ? D : 32; }
 template <int D>
-KOKKOS_INLINE_FUNCTION constexpr int morton_bits_per_dim() { return 32 / morton_dims<D>(); }
+KOKKOS_INLINE_FUNCTION constexpr int morton_bits_per_dim() { return D == 1 ? 24 : 32 / morton_dims<D>(); }
 template <int D>
 KOKKOS_INLINE_FUNCTION constexpr int morton_key_bits() { return morton_bits_per_dim<D>() * morton_dims<D>(); }
 
