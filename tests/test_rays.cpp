@@ -900,10 +900,11 @@ TEST_CASE_TEMPLATE("SAH trees: rays leaving a surface just above a large flat tr
   SUBCASE("double") { run(0.0); }
 }
 
-// On GPUs a warp chooses each small node's split and one team scans a
-// level's per-node lists (kernels/builders/sah); host backends use teams of
-// one thread. Teams of CPU threads run the GPU's way here, so CPUs test it
-// too: any team size must build the same tree.
+// On GPUs a warp chooses each small node's split, one team scans a level's
+// per-node lists and a warp folds each large node's chunks
+// (kernels/builders/sah); host backends use teams of one thread. Teams of
+// CPU threads run the GPU's way here, so CPUs test it too: any team size,
+// a power of two or not, must build the same tree.
 TEST_CASE_TEMPLATE("SAH trees: choosing and scanning by teams of threads builds the same tree", Exec,
                    KDFORGE_TEST_SPACES) {
   using MS = typename Exec::memory_space;
@@ -925,11 +926,42 @@ TEST_CASE_TEMPLATE("SAH trees: choosing and scanning by teams of threads builds 
       auto const ref = build_sah_tree(exec, mesh.first, mesh.second, o);
       for (int team = 2; team <= 4 && team <= most; ++team) {
         CAPTURE(team);
-        auto const t = kernels::sah::build<float>(exec, mesh.first, mesh.second, o, team, team == 4 ? 3 : team);
+        auto const t = kernels::sah::build<float>(exec, mesh.first, mesh.second, o, team, team == 4 ? 3 : team, team);
         check_same_nodes(ref, t);
         CHECK(sah_cost(ref) == sah_cost(t));
       }
     }
+  }
+}
+
+// kernels::sah::team_fold: thread t offers t + 1, so each team's fold is
+// s (s + 1) / 2 for a team of s threads; a fold that dropped a thread's value
+// (odd sizes) or added one twice would differ.
+template <class Out>
+struct FoldSum {
+  Out out;
+  template <class Member>
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    auto* part = static_cast<std::int64_t*>(team.team_shmem().get_shmem(sizeof(std::int64_t) * team.team_size()));
+    part[team.team_rank()] = team.team_rank() + 1;
+    kernels::sah::team_fold(team, part, [](std::int64_t& a, std::int64_t const& b) { a += b; });
+    if (team.team_rank() == 0) out(team.league_rank()) = part[0];
+  }
+};
+
+TEST_CASE_TEMPLATE("SAH builder: a team's fold counts every thread once, at any team size", Exec, KDFORGE_TEST_SPACES) {
+  using MS = typename Exec::memory_space;
+  using Out = Kokkos::View<std::int64_t*, MS>;
+  Exec exec;
+  int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(FoldSum<Out>{}, Kokkos::ParallelForTag{});
+  for (int ts : {1, 2, 3, 5, 7, 31, 32, 33, 64, 100, 128}) {
+    if (ts > most) break;
+    CAPTURE(ts);
+    Out out("fold", 5);
+    Kokkos::parallel_for("fold", Kokkos::TeamPolicy<Exec>(exec, 5, ts).set_scratch_size(0, Kokkos::PerTeam(sizeof(std::int64_t) * ts)),
+                         FoldSum<Out>{out});
+    auto const h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+    for (int i = 0; i < 5; ++i) CHECK(h(i) == std::int64_t(ts) * (ts + 1) / 2);
   }
 }
 

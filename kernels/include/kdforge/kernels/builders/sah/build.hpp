@@ -48,8 +48,11 @@
 //    computed with each operation rounded on its own (no fused
 //    multiply-add), in double; ties between candidates go to the first one.
 //    So the tree is the same on every backend.
-//  - The paper's segmented reduction (Algorithm 3) becomes a loop over a
-//    node's chunks per node, and its doubling lists Kokkos::resize.
+//  - The paper's segmented reduction (Algorithm 3) becomes a fold of each
+//    node's chunks by a team per node (a warp on GPUs), and its doubling
+//    lists Kokkos::resize. The chunk kernels run over a bound of the
+//    level's chunk count, so a level waits for the device once (for the
+//    sizes of the next level's lists), not twice.
 //  - Leaves are stored as ranges of a separate triangle-index list rather
 //    than inline in the node array.
 #include <kdforge/backends/memory.hpp>
@@ -261,6 +264,35 @@ constexpr int reduction_team_size() {
   return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible ? 1 : 128;
 }
 
+// Team size of the per-node folds of chunk results (PlanLarge,
+// ChooseLargeAxis): a warp per node on GPUs, where one thread looping over
+// a large node's chunks (986 at the root of 252K triangles) took about as
+// long on every level however few nodes it held; one thread on host backends.
+template <class Exec>
+constexpr int node_team_size() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible ? 1 : 32;
+}
+
+// Folds the team's values part[0 .. team size) into part[0] with f(a, b)
+// (a = a op b; any team size), read by thread 0 after.
+template <class Member, class V, class F>
+KOKKOS_FORCEINLINE_FUNCTION void team_fold(Member const& team, V* part, F const& f) {
+  int const t = team.team_rank();
+  for (int n = team.team_size(); n > 1;) {
+    int const half = (n + 1) / 2;
+    team.team_barrier();
+    if (t + half < n) f(part[t], part[t + half]);
+    n = half;
+  }
+}
+
+// An upper bound of a level's chunk count, sum over its nodes of
+// ceil(n_i / chunk_size) < refs / chunk_size + nodes, where the refs are the
+// level's references (sum of n_i): the chunk kernels are launched over it,
+// so that the host need not wait for the exact count, and the chunks beyond
+// the count (chunks(nodes), on the device) return at once.
+inline std::int64_t chunk_bound(std::int64_t nodes, std::int64_t refs) { return nodes + refs / chunk_size + 1; }
+
 // the paper's per-chunk reduction of the references' boxes: each thread of
 // the chunk's team extends its box, then the team folds the boxes in
 // shared memory (a union: the same box in any order)
@@ -271,8 +303,10 @@ struct ChunkReduce {
   ChunkNode owner;
   Boxes boxes;
   ChunkBoxes chunk_boxes;
+  std::int32_t node_count;
   KOKKOS_FUNCTION void operator()(Member const& team) const {
     std::int64_t const k = team.league_rank();
+    if (k >= chunks(node_count)) return; // beyond the level's chunks (chunk_bound): the whole team
     int const t = team.team_rank(), ts = team.team_size();
     std::int32_t const i = owner(k);
     std::int32_t const b = nodes(i).begin + (std::int32_t(k) - chunks(i)) * chunk_size;
@@ -289,8 +323,10 @@ struct ChunkReduce {
   }
 };
 
-// per node: the segmented reduction of its chunks, then the plan (Fig. 2)
-template <class T, class Nodes, class ChunkOffsets, class ChunkBoxes, class Plans>
+// per node: the segmented reduction of its chunks (the team's threads
+// take every team-size-th chunk, then fold their boxes in shared memory: a
+// union, the same box in any order), then the plan (Fig. 2)
+template <class T, class Nodes, class ChunkOffsets, class ChunkBoxes, class Plans, class Member>
 struct PlanLarge {
   Nodes nodes;
   ChunkOffsets chunks;
@@ -298,12 +334,20 @@ struct PlanLarge {
   Plans plans;
   T empty_ratio;
   int max_depth;
-  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    std::int64_t const i = team.league_rank();
+    int const t = team.team_rank(), ts = team.team_size();
+    Box<T, 3> box = Box<T, 3>::empty();
+    for (std::int32_t k = chunks(i) + t; k < chunks(i + 1); k += ts) box.extend(chunk_boxes(k));
+    Box<T, 3>* part = static_cast<Box<T, 3>*>(team.team_shmem().get_shmem(sizeof(Box<T, 3>) * ts));
+    part[t] = box;
+    team_fold(team, part, [](Box<T, 3>& a, Box<T, 3> const& b) { a.extend(b); });
+    if (t == 0) plan(i, part[0]);
+  }
+  KOKKOS_FUNCTION void plan(std::int64_t i, Box<T, 3> tight) const {
     using backend::add_rn;
     using backend::mul_rn;
     LargeNode<T> const node = nodes(i);
-    Box<T, 3> tight = Box<T, 3>::empty();
-    for (std::int32_t k = chunks(i); k < chunks(i + 1); ++k) tight.extend(chunk_boxes(k));
     tight = intersect(tight, node.cell);
     LargePlan<T> p;
     p.cuts = 0;
@@ -370,8 +414,10 @@ struct ChunkCountAxes {
   Plans plans;
   Boxes boxes;
   Counts counts; // chunk x 6: left and right of axis 0, 1, 2
+  std::int32_t node_count;
   KOKKOS_FUNCTION void operator()(Member const& team) const {
     std::int64_t const k = team.league_rank();
+    if (k >= chunks(node_count)) return; // beyond the level's chunks (chunk_bound): the whole team
     int const t = team.team_rank(), ts = team.team_size();
     std::int32_t const i = owner(k);
     LargePlan<T> const& p = plans(i);
@@ -405,19 +451,33 @@ struct ChunkCountAxes {
 
 // per node: the median of the longest axis where SAH does not prefer a leaf
 // to it, else the cheapest other axis's median, else a leaf
-template <class T, class Nodes, class ChunkOffsets, class Plans, class Counts>
+// (the chunks' counts summed by a team per node, as PlanLarge's boxes)
+template <class T, class Nodes, class ChunkOffsets, class Plans, class Counts, class Member>
 struct ChooseLargeAxis {
   Nodes nodes;
   ChunkOffsets chunks;
   Plans plans;
   Counts counts;
   Costs costs;
-  KOKKOS_FUNCTION void operator()(std::int64_t i) const {
-    LargePlan<T>& p = plans(i);
-    if (p.leaf) return;
+  KOKKOS_FUNCTION void operator()(Member const& team) const {
+    std::int64_t const i = team.league_rank();
+    if (plans(i).leaf) return; // the whole team
+    int const t = team.team_rank(), ts = team.team_size();
     std::int64_t c[6] = {0, 0, 0, 0, 0, 0};
-    for (std::int32_t k = chunks(i); k < chunks(i + 1); ++k)
+    for (std::int32_t k = chunks(i) + t; k < chunks(i + 1); k += ts)
       for (int j = 0; j < 6; ++j) c[j] += counts(k, j);
+    struct Six {
+      std::int64_t c[6];
+    };
+    Six* part = static_cast<Six*>(team.team_shmem().get_shmem(sizeof(Six) * ts));
+    for (int j = 0; j < 6; ++j) part[t].c[j] = c[j];
+    team_fold(team, part, [](Six& a, Six const& b) {
+      for (int j = 0; j < 6; ++j) a.c[j] += b.c[j];
+    });
+    if (t == 0) choose(i, part[0].c);
+  }
+  KOKKOS_FUNCTION void choose(std::int64_t i, std::int64_t const* c) const {
+    LargePlan<T>& p = plans(i);
     std::int64_t const n = nodes(i).end - nodes(i).begin;
     double const a = area(p.cell);
     double const leaf = backend::mul_rn(costs.intersection, double(n));
@@ -1088,19 +1148,21 @@ struct ScanCounts {
 } // namespace detail
 
 /// Builds the SAH tree over the mesh (`vertices`: V x 3, `triangles`: F x 3
-/// indices, both checked by the caller: finite, in range). `small_team`
-/// and `scan_team` (0: the backend's) size the teams that choose the small
-/// nodes' splits and scan a level's per-node lists: any size builds the
-/// same tree, so tests run the GPU's teams on CPUs too.
+/// indices, both checked by the caller: finite, in range). `small_team`,
+/// `scan_team` and `node_team` (0: the backend's) size the teams that
+/// choose the small nodes' splits, scan a level's per-node lists and fold
+/// a large node's chunks: any size builds the same tree, so tests run the
+/// GPU's teams on CPUs too.
 template <class T, class Exec, class Vertices, class Triangles>
 TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices const& vertices,
                                                   Triangles const& triangles, SahOptions const& options,
-                                                  int small_team = 0, int scan_team = 0) {
+                                                  int small_team = 0, int scan_team = 0, int node_team = 0) {
   using MS = typename Exec::memory_space;
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
   using Team = Kokkos::TeamPolicy<Exec>;
   using Member = typename Team::member_type;
   int const team_size = reduction_team_size<Exec>();
+  if (node_team <= 0) node_team = node_team_size<Exec>();
   if (small_team <= 0) small_team = small_team_size<Exec>();
   using BoxView = Kokkos::View<Box<T, 3>*, MS>;
   using IntView = Kokkos::View<std::int32_t*, MS>;
@@ -1240,29 +1302,30 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     Kokkos::parallel_for("kdforge::sah::count_chunks", Policy(exec, 0, a),
                          CountChunks<LargeView, IntView>{active, chunks});
     scan_counts(Totals(), a, chunks);
-    std::int32_t chunk_count = 0;
-    Kokkos::deep_copy(exec, chunk_count, Kokkos::subview(chunks, a));
-    exec.fence();
+    // the chunk kernels run over a bound of the count, which stays on the device
+    std::int64_t const chunk_count = chunk_bound(a, refs);
     backend::reserve(owner, std::size_t(chunk_count));
     backend::reserve(chunk_boxes, std::size_t(chunk_count));
     Kokkos::parallel_for("kdforge::sah::chunk_owners", Policy(exec, 0, a),
                          FillChunkOwners<IntView, IntView>{chunks, owner});
     Kokkos::parallel_for("kdforge::sah::chunk_boxes",
-                         Team(exec, chunk_count, team_size).set_scratch_size(0, Kokkos::PerTeam(sizeof(Box<T, 3>) * team_size)),
+                         Team(exec, int(chunk_count), team_size).set_scratch_size(0, Kokkos::PerTeam(sizeof(Box<T, 3>) * team_size)),
                          ChunkReduce<T, LargeView, IntView, IntView, BoxView, BoxView, Member>{active, chunks, owner,
-                                                                                              boxes, chunk_boxes});
+                                                                                              boxes, chunk_boxes, a});
     backend::reserve(plans, std::size_t(a));
-    Kokkos::parallel_for("kdforge::sah::plan_large", Policy(exec, 0, a),
-                         PlanLarge<T, LargeView, IntView, BoxView, PlanView>{
+    Kokkos::parallel_for("kdforge::sah::plan_large",
+                         Team(exec, a, node_team).set_scratch_size(0, Kokkos::PerTeam(sizeof(Box<T, 3>) * node_team)),
+                         PlanLarge<T, LargeView, IntView, BoxView, PlanView, Member>{
                              active, chunks, chunk_boxes, plans, T(options.empty_space_ratio), max_depth});
     backend::reserve(axis_counts, std::size_t(chunk_count));
     Kokkos::parallel_for(
         "kdforge::sah::count_axes",
-        Team(exec, chunk_count, team_size).set_scratch_size(0, Kokkos::PerTeam(6 * sizeof(std::int32_t) * team_size)),
+        Team(exec, int(chunk_count), team_size).set_scratch_size(0, Kokkos::PerTeam(6 * sizeof(std::int32_t) * team_size)),
         ChunkCountAxes<T, LargeView, IntView, IntView, PlanView, BoxView, decltype(axis_counts), Member>{
-            active, chunks, owner, plans, boxes, axis_counts});
-    Kokkos::parallel_for("kdforge::sah::choose_axis", Policy(exec, 0, a),
-                         ChooseLargeAxis<T, LargeView, IntView, PlanView, decltype(axis_counts)>{
+            active, chunks, owner, plans, boxes, axis_counts, a});
+    Kokkos::parallel_for("kdforge::sah::choose_axis",
+                         Team(exec, a, node_team).set_scratch_size(0, Kokkos::PerTeam(6 * sizeof(std::int64_t) * node_team)),
+                         ChooseLargeAxis<T, LargeView, IntView, PlanView, decltype(axis_counts), Member>{
                              active, chunks, plans, axis_counts, costs});
     // each reference: left, right, both (clipped) or none
     for (auto* v : {&lscan, &rscan}) backend::reserve(*v, std::size_t(refs) + 1);
