@@ -286,6 +286,23 @@ KOKKOS_FORCEINLINE_FUNCTION void team_fold(Member const& team, V* part, F const&
   }
 }
 
+// a chunk's or a node's reference counts left and right of the cell's median
+// on each axis (2 d: left, 2 d + 1: right), as folded by a team
+template <class I>
+struct SideCounts {
+  I c[6];
+};
+template <class I>
+KOKKOS_FORCEINLINE_FUNCTION void add_side_counts(SideCounts<I>& a, SideCounts<I> const& b) {
+  for (int j = 0; j < 6; ++j) a.c[j] += b.c[j];
+}
+
+// a small node's cheapest candidate so far (best < 0: the leaf) and its cost
+struct SplitChoice {
+  double cost;
+  std::int32_t best;
+};
+
 // An upper bound of a level's chunk count, sum over its nodes of
 // ceil(n_i / chunk_size) < refs / chunk_size + nodes, where the refs are the
 // level's references (sum of n_i): the chunk kernels are launched over it,
@@ -315,10 +332,7 @@ struct ChunkReduce {
     for (std::int32_t r = b + t; r < e; r += ts) box.extend(boxes(r));
     Box<T, 3>* part = static_cast<Box<T, 3>*>(team.team_shmem().get_shmem(sizeof(Box<T, 3>) * ts));
     part[t] = box;
-    for (int half = ts / 2; half > 0; half /= 2) {
-      team.team_barrier();
-      if (t < half) part[t].extend(part[t + half]);
-    }
+    team_fold(team, part, [](Box<T, 3>& a, Box<T, 3> const& b) { a.extend(b); });
     if (t == 0) chunk_boxes(k) = part[0];
   }
 };
@@ -437,15 +451,11 @@ struct ChunkCountAxes {
         }
       }
     }
-    std::int32_t* part = static_cast<std::int32_t*>(team.team_shmem().get_shmem(sizeof(std::int32_t) * 6 * ts));
-    for (int j = 0; j < 6; ++j) part[6 * t + j] = c[j];
-    for (int half = ts / 2; half > 0; half /= 2) {
-      team.team_barrier();
-      if (t < half)
-        for (int j = 0; j < 6; ++j) part[6 * t + j] += part[6 * (t + half) + j];
-    }
+    auto* part = static_cast<SideCounts<std::int32_t>*>(team.team_shmem().get_shmem(sizeof(SideCounts<std::int32_t>) * ts));
+    for (int j = 0; j < 6; ++j) part[t].c[j] = c[j];
+    team_fold(team, part, [](SideCounts<std::int32_t>& a, SideCounts<std::int32_t> const& b) { add_side_counts(a, b); });
     if (t == 0)
-      for (int j = 0; j < 6; ++j) counts(k, j) = part[j];
+      for (int j = 0; j < 6; ++j) counts(k, j) = part[0].c[j];
   }
 };
 
@@ -466,14 +476,9 @@ struct ChooseLargeAxis {
     std::int64_t c[6] = {0, 0, 0, 0, 0, 0};
     for (std::int32_t k = chunks(i) + t; k < chunks(i + 1); k += ts)
       for (int j = 0; j < 6; ++j) c[j] += counts(k, j);
-    struct Six {
-      std::int64_t c[6];
-    };
-    Six* part = static_cast<Six*>(team.team_shmem().get_shmem(sizeof(Six) * ts));
+    auto* part = static_cast<SideCounts<std::int64_t>*>(team.team_shmem().get_shmem(sizeof(SideCounts<std::int64_t>) * ts));
     for (int j = 0; j < 6; ++j) part[t].c[j] = c[j];
-    team_fold(team, part, [](Six& a, Six const& b) {
-      for (int j = 0; j < 6; ++j) a.c[j] += b.c[j];
-    });
+    team_fold(team, part, [](SideCounts<std::int64_t>& a, SideCounts<std::int64_t> const& b) { add_side_counts(a, b); });
     if (t == 0) choose(i, part[0].c);
   }
   KOKKOS_FUNCTION void choose(std::int64_t i, std::int64_t const* c) const {
@@ -898,29 +903,17 @@ struct ChooseSmallSplit {
         }
       }
     }
-    auto* part_cost = static_cast<double*>(team.team_shmem().get_shmem(sizeof(double) * ts));
-    auto* part_best = static_cast<std::int32_t*>(team.team_shmem().get_shmem(sizeof(std::int32_t) * ts));
-    part_cost[t] = best_cost;
-    part_best[t] = best;
-    for (int width = ts; width > 1;) { // any team size: the upper part folds onto the lower
-      int const half = (width + 1) / 2;
-      team.team_barrier();
-      if (t < width - half) {
-        double const oc = part_cost[t + half];
-        std::int32_t const ob = part_best[t + half];
-        // a real split beats the leaf only when cheaper; between splits, the cheaper, then the first
-        bool const take = ob >= 0 && (part_best[t] < 0 ? oc < leaf_cost
-                                                       : (oc < part_cost[t] || (oc == part_cost[t] && ob < part_best[t])));
-        if (take) {
-          part_cost[t] = oc;
-          part_best[t] = ob;
-        }
-      }
-      width = half;
-    }
+    auto* part = static_cast<SplitChoice*>(team.team_shmem().get_shmem(sizeof(SplitChoice) * ts));
+    part[t] = SplitChoice{best_cost, best};
+    double const leaf = leaf_cost;
+    team_fold(team, part, [leaf](SplitChoice& a, SplitChoice const& b) {
+      // a real split beats the leaf only when cheaper; between splits, the cheaper, then the first
+      bool const take = b.best >= 0 && (a.best < 0 ? b.cost < leaf : (b.cost < a.cost || (b.cost == a.cost && b.best < a.best)));
+      if (take) a = b;
+    });
     if (t == 0) {
-      choice(i) = part_best[0];
-      children(i) = part_best[0] >= 0 ? 2 : 0;
+      choice(i) = part[0].best;
+      children(i) = part[0].best >= 0 ? 2 : 0;
     }
   }
 };
@@ -1320,11 +1313,11 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
     backend::reserve(axis_counts, std::size_t(chunk_count));
     Kokkos::parallel_for(
         "kdforge::sah::count_axes",
-        Team(exec, int(chunk_count), team_size).set_scratch_size(0, Kokkos::PerTeam(6 * sizeof(std::int32_t) * team_size)),
+        Team(exec, int(chunk_count), team_size).set_scratch_size(0, Kokkos::PerTeam(sizeof(SideCounts<std::int32_t>) * team_size)),
         ChunkCountAxes<T, LargeView, IntView, IntView, PlanView, BoxView, decltype(axis_counts), Member>{
             active, chunks, owner, plans, boxes, axis_counts, a});
     Kokkos::parallel_for("kdforge::sah::choose_axis",
-                         Team(exec, a, node_team).set_scratch_size(0, Kokkos::PerTeam(6 * sizeof(std::int64_t) * node_team)),
+                         Team(exec, a, node_team).set_scratch_size(0, Kokkos::PerTeam(sizeof(SideCounts<std::int64_t>) * node_team)),
                          ChooseLargeAxis<T, LargeView, IntView, PlanView, decltype(axis_counts), Member>{
                              active, chunks, plans, axis_counts, costs});
     // each reference: left, right, both (clipped) or none
@@ -1406,7 +1399,7 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
       backend::reserve(children, std::size_t(small_count) + 1);
       Kokkos::parallel_for("kdforge::sah::choose_small",
                            Team(exec, small_count, small_team)
-                               .set_scratch_size(0, Kokkos::PerTeam((sizeof(double) + sizeof(std::int32_t)) * small_team + 16)),
+                               .set_scratch_size(0, Kokkos::PerTeam(sizeof(SplitChoice) * small_team)),
                            ChooseSmallSplit<T, SmallView, CandView, IntView, IntView, Member>{
                                small, candidates, choice, children, costs, max_depth});
       detail::scan_async(exec, children, small_count, scan_space);
