@@ -912,7 +912,7 @@ TEST_CASE_TEMPLATE("SAH trees: choosing and scanning by teams of threads builds 
     Exec exec;
     int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(test::NoWork{}, Kokkos::ParallelForTag{});
     if (most < 2) {
-      MESSAGE(Exec::name(), " runs teams of one thread here: nothing to compare");
+      MESSAGE(std::string(Exec::name()) << " runs teams of one thread here: nothing to compare");
       return;
     }
     SahOptions few;

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -497,7 +498,7 @@ TEST_CASE_TEMPLATE("VVH trees: deciding each node by a team of threads builds th
     Exec exec;
     int const most = Kokkos::TeamPolicy<Exec>(exec, 1, 1).team_size_max(test::NoWork{}, Kokkos::ParallelForTag{});
     if (most < 2) {
-      MESSAGE(Exec::name(), " runs teams of one thread here: nothing to compare");
+      MESSAGE(std::string(Exec::name()) << " runs teams of one thread here: nothing to compare");
       return;
     }
     auto const by_team = [&](auto const& pts, VvhOptions const& o, int team) {
