@@ -854,6 +854,60 @@ TEST_CASE_TEMPLATE("SAH trees are identical on every backend", Exec, KDFORGE_TES
   }
 }
 
+// On GPUs a fixed set of threads takes the rays from a pool
+// (kernels::RayPoolFunctor); on CPUs a thread walks each ray. Both run on
+// every backend here: the same answers, bit for bit, and brute force's.
+TEST_CASE_TEMPLATE("SAH ray queries: a pool of threads answers as a thread per ray", Exec, KDFORGE_TEST_SPACES) {
+  Exec exec;
+  for (int which = 0; which < 2; ++which) {
+    CAPTURE(which);
+    Mesh const m = which == 0 ? soup(3000, 0.06, 51) : icosphere(3, 0.4);
+    auto const mesh = upload<Exec, float>(m);
+    auto const tree = build_sah_tree(exec, mesh.first, mesh.second);
+    // random rays, and shadow rays from just off the mesh's corners to a
+    // light: some end at the first leaf, others cross the scene
+    std::vector<Ray<float>> all = random_rays<float>(1500, m, 60 + which);
+    for (std::size_t v = 0; v < m.vertex_count(); v += 3) {
+      double o[3], d[3];
+      for (int k = 0; k < 3; ++k) {
+        o[k] = m.v[3 * v + k] + 1e-3 * (k + 1);
+        d[k] = (k == 1 ? 2.0 : 0.3) - o[k];
+      }
+      all.push_back(make_ray<float>(o, d, 0.0, 0.9999));
+    }
+    for (std::size_t count : {std::size_t(0), std::size_t(1), std::size_t(5), all.size()}) {
+      CAPTURE(count);
+      std::vector<Ray<float>> const rays(all.begin(), all.begin() + std::ptrdiff_t(count));
+      auto const r = test::to_device<Exec>(rays, "rays");
+      Kokkos::View<Hit<float>*, typename Exec::memory_space> hp, ht;
+      Kokkos::View<bool*, typename Exec::memory_space> op, ot;
+      detail::intersect_closest_impl(exec, tree, r, hp, true);
+      detail::intersect_closest_impl(exec, tree, r, ht, false);
+      detail::intersect_any_impl(exec, tree, r, op, true);
+      detail::intersect_any_impl(exec, tree, r, ot, false);
+      auto const a = to_host(hp), b = to_host(ht);
+      auto const oa = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, op);
+      auto const ob = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace{}, ot);
+      REQUIRE(a.size() == count);
+      REQUIRE(b.size() == count);
+      std::size_t differ = 0, occluded = 0, wrong = 0;
+      for (std::size_t i = 0; i < count; ++i) {
+        differ += a[i].triangle != b[i].triangle || a[i].t != b[i].t ||
+                  a[i].u != b[i].u || a[i].v != b[i].v || oa(i) != ob(i);
+        occluded += oa(i);
+        wrong += oa(i) != brute_any(m, rays[i]);
+      }
+      CHECK(differ == 0);
+      CHECK(wrong == 0);
+      compare_hits(a, rays, m);
+      if (count == all.size()) { // both kinds of answer are met
+        CHECK(occluded > 0);
+        CHECK(occluded < count);
+      }
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE("SAH trees: rays leaving a surface just above a large flat triangle hit it", Exec,
                    KDFORGE_TEST_SPACES) {
   // A floor 8 units wide at z = 1 and shadow rays from points 1e-2 to 1e-5

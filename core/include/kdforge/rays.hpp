@@ -50,17 +50,18 @@ void check_rays(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& r
 } // namespace detail
 
 namespace detail {
+// `pool`: the rays taken from a pool by a fixed set of threads, or a thread
+// each (kernels::launch_ray_walks; the same answers, tests run both)
 template <class Exec, class MS, class T, class Rays>
 void intersect_closest_impl(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& rays,
-                       Kokkos::View<Hit<T>*, MS>& hits) {
+                            Kokkos::View<Hit<T>*, MS>& hits, bool pool = false) {
   detail::check_rays(exec, tree, rays, "intersect_closest");
   detail::Region region("kdforge::intersect_closest");
   std::int64_t const m = std::int64_t(rays.extent(0));
   if (std::int64_t(hits.extent(0)) != m)
     hits = backend::allocate<Kokkos::View<Hit<T>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::hits"), m);
-  Kokkos::parallel_for("kdforge::intersect_closest",
-                       Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, m),
-                       kernels::ClosestHitFunctor<TriangleTree<MS, T>, Rays, Kokkos::View<Hit<T>*, MS>>{tree, rays, hits});
+  kernels::launch_ray_walks<kernels::ClosestHitVisitor<TriangleTree<MS, T>>>(exec, "kdforge::intersect_closest", tree,
+                                                                             rays, hits, pool);
 }
 } // namespace detail
 
@@ -92,14 +93,14 @@ Kokkos::View<Hit<T>*, MS> intersect_closest(Exec const& exec, TriangleTree<MS, T
 namespace detail {
 template <class Exec, class MS, class T, class Rays>
 void intersect_any_impl(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& rays,
-                   Kokkos::View<bool*, MS>& occluded) {
+                        Kokkos::View<bool*, MS>& occluded, bool pool = kernels::any_hit_pool_default<Exec>()) {
   detail::check_rays(exec, tree, rays, "intersect_any");
   detail::Region region("kdforge::intersect_any");
   std::int64_t const m = std::int64_t(rays.extent(0));
   if (std::int64_t(occluded.extent(0)) != m)
     occluded = backend::allocate<Kokkos::View<bool*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::occluded"), m);
-  Kokkos::parallel_for("kdforge::intersect_any", Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>(exec, 0, m),
-                       kernels::AnyHitFunctor<TriangleTree<MS, T>, Rays, Kokkos::View<bool*, MS>>{tree, rays, occluded});
+  kernels::launch_ray_walks<kernels::AnyHitVisitor<TriangleTree<MS, T>>>(exec, "kdforge::intersect_any", tree, rays,
+                                                                         occluded, pool);
 }
 } // namespace detail
 

@@ -64,23 +64,59 @@ template <class T>
 KOKKOS_FORCEINLINE_FUNCTION bool starts_beyond(T t0, T t) {
   return t0 - ray_rounding_slack(t0) > t;
 }
-} // namespace ray_walk_detail
 
-/// Walks `tree` along `ray`, showing the visitor the triangles of the
-/// leaves the ray meets, front to back.
-template <class Tree, class Visitor>
-KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coordinate_type> const& ray,
-                                        Visitor& visitor) {
-  using T = typename Tree::coordinate_type;
-  using ray_walk_detail::starts_beyond;
-  if (tree.node_count() == 0) return;
-  // the ray's interval inside the scene box
-  T t0 = ray.tmin, t1 = ray.tmax;
+template <class T>
+struct Entry {
+  std::int32_t node;
+  T t0;
+  T t1;
+  T below; // the smallest t0 of the entries below this one
+};
+
+// A walk's stack of waiting nodes, held by reference to the walk's own
+// variables (entries, top, and lowest: the smallest t0 of the entries,
+// when top > 0), which a walk in one function keeps in registers where it
+// can (the stack as a struct of its own cost 4-8% of eye rays, H200).
+template <class T>
+struct Stack {
+  Entry<T>* entries;
+  int& top;
+  T& lowest;
+  KOKKOS_FORCEINLINE_FUNCTION void push(std::int32_t node, T a, T b) const {
+    entries[top] = Entry<T>{node, a, b, lowest};
+    lowest = top == 0 || a < lowest ? a : lowest;
+    ++top;
+  }
+  // the next waiting node the nearest hit (limit) has not ruled out, into
+  // node, t0, t1: false if none. A hit in it may come out a few units of
+  // rounding before its interval's start (the slack the triangle test
+  // allows at a box's faces).
+  KOKKOS_FORCEINLINE_FUNCTION bool pop(T limit, std::int32_t& node, T& t0, T& t1) const {
+    while (true) {
+      if (top == 0 || starts_beyond(lowest, limit)) return false;
+      Entry<T> const e = entries[--top];
+      lowest = e.below;
+      if (starts_beyond(e.t0, limit)) continue;
+      node = e.node;
+      t0 = e.t0;
+      t1 = e.t1;
+      return true;
+    }
+  }
+};
+
+// The ray's interval [t0, t1] inside the scene box (widened by rounding):
+// false if it misses the box or the tree is empty.
+template <class Tree, class T>
+KOKKOS_FORCEINLINE_FUNCTION bool clip_to_scene(Tree const& tree, Ray<T> const& ray, T& t0, T& t1) {
+  if (tree.node_count() == 0) return false;
+  t0 = ray.tmin;
+  t1 = ray.tmax;
   Box<T, 3> const box = tree.bounds();
   for (int d = 0; d < 3; ++d) {
     T const o = ray.origin[d], dir = ray.direction[d];
     if (dir == T(0)) {
-      if (o < box.lo[d] || o > box.hi[d]) return;
+      if (o < box.lo[d] || o > box.hi[d]) return false;
       continue;
     }
     T ta = (box.lo[d] - o) / dir, tb = (box.hi[d] - o) / dir;
@@ -94,70 +130,106 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
     t0 = ta > t0 ? ta : t0;
     t1 = tb < t1 ? tb : t1;
   }
-  if (!(t0 <= t1)) return;
+  return t0 <= t1;
+}
 
-  struct Entry {
-    std::int32_t node;
-    T t0;
-    T t1;
-    T below; // the smallest t0 of the entries below this one
-  } stack[ray_stack_capacity];
+// From `node` down to the first leaf the ray meets in [t0, t1], the far
+// children pushed; returns the leaf (node, t0, t1 then its own).
+template <class Tree, class T>
+KOKKOS_FORCEINLINE_FUNCTION auto descend(Tree const& tree, Ray<T> const& ray, Stack<T> const& stack, std::int32_t& node,
+                                         T& t0, T& t1) {
+  auto n = tree.node(node);
+  while (!n.is_leaf()) {
+    int const d = n.dim();
+    T const s = n.split;
+    T const o = ray.origin[d], dir = ray.direction[d];
+    std::int32_t const left = node + 1, right = n.right();
+    if (dir == T(0)) { // parallel to the plane: the side it runs on, both if in it
+      if (o < s) node = left;
+      else if (o > s) node = right;
+      else {
+        stack.push(right, t0, t1);
+        node = left;
+      }
+    } else {
+      T const t = (s - o) / dir;
+      std::int32_t const near = dir > T(0) ? left : right;
+      std::int32_t const far = dir > T(0) ? right : left;
+      T const margin = ray_rounding_slack(t);
+      if (t > t1 + margin) node = near;      // the ray leaves the cell before the plane
+      else if (t < t0 - margin) node = far;  // it meets the cell behind the plane
+      else {
+        T const tc = t < t0 ? t0 : t > t1 ? t1 : t;
+        stack.push(far, tc, t1);
+        node = near;
+        t1 = tc;
+      }
+    }
+    n = tree.node(node);
+  }
+  return n;
+}
+} // namespace ray_walk_detail
+
+/// Walks `tree` along `ray`, showing the visitor the triangles of the
+/// leaves the ray meets, front to back.
+template <class Tree, class Visitor>
+KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coordinate_type> const& ray,
+                                        Visitor& visitor) {
+  using T = typename Tree::coordinate_type;
+  T t0, t1;
+  if (!ray_walk_detail::clip_to_scene(tree, ray, t0, t1)) return;
+  ray_walk_detail::Entry<T> entries[ray_stack_capacity];
   int top = 0;
-  T lowest = T(0); // the smallest t0 of the waiting entries (top > 0)
-  auto const push = [&](std::int32_t node, T a, T b) {
-    stack[top] = Entry{node, a, b, lowest};
-    lowest = top == 0 || a < lowest ? a : lowest;
-    ++top;
-  };
+  T lowest = T(0);
+  ray_walk_detail::Stack<T> const stack{entries, top, lowest};
   std::int32_t node = 0;
   while (true) {
-    auto n = tree.node(node);
-    while (!n.is_leaf()) {
-      int const d = n.dim();
-      T const s = n.split;
-      T const o = ray.origin[d], dir = ray.direction[d];
-      std::int32_t const left = node + 1, right = n.right();
-      if (dir == T(0)) { // parallel to the plane: the side it runs on, both if in it
-        if (o < s) node = left;
-        else if (o > s) node = right;
-        else {
-          push(right, t0, t1);
-          node = left;
-        }
-      } else {
-        T const t = (s - o) / dir;
-        std::int32_t const near = dir > T(0) ? left : right;
-        std::int32_t const far = dir > T(0) ? right : left;
-        T const margin = ray_rounding_slack(t);
-        if (t > t1 + margin) node = near;      // the ray leaves the cell before the plane
-        else if (t < t0 - margin) node = far;  // it meets the cell behind the plane
-        else {
-          T const tc = t < t0 ? t0 : t > t1 ? t1 : t;
-          push(far, tc, t1);
-          node = near;
-          t1 = tc;
-        }
-      }
-      n = tree.node(node);
-    }
+    auto const n = ray_walk_detail::descend(tree, ray, stack, node, t0, t1);
     for (std::int32_t i = n.begin(); i < n.begin() + n.count(); ++i) {
       visitor.test(tree.leaf_triangle(i));
       if (visitor.done()) return;
     }
-    // the next waiting node the nearest hit has not ruled out: a hit in it
-    // may come out a few units of rounding before its interval's start
-    // (the slack the triangle test allows at a box's faces)
-    while (true) {
-      if (top == 0 || starts_beyond(lowest, visitor.limit())) return;
-      Entry const e = stack[--top];
-      lowest = e.below;
-      if (starts_beyond(e.t0, visitor.limit())) continue;
-      node = e.node;
-      t0 = e.t0;
-      t1 = e.t1;
-      break;
-    }
+    if (!stack.pop(visitor.limit(), node, t0, t1)) return;
   }
 }
+
+/// The walk of traverse_ray_stack, resumable a leaf at a time: start()
+/// clips the ray to the scene box; each step() descends to the next leaf
+/// the ray meets, shows the visitor its triangles and takes the next
+/// waiting node, and says whether the walk goes on. A thread can so take
+/// another ray when its own is done, where others of its warp are not (the
+/// ray pools of kernels/query/rays.hpp). A thread walking one ray keeps to
+/// traverse_ray_stack: the same walk in this form measured 10-20% fewer
+/// eye rays a second (H200).
+template <class Tree>
+struct RayWalker {
+  using T = typename Tree::coordinate_type;
+  ray_walk_detail::Entry<T> entries[ray_stack_capacity];
+  int top = 0;
+  T lowest = T(0);
+  T t0 = T(0), t1 = T(0);
+  std::int32_t node = 0;
+
+  /// false: the walk is over before it starts (an empty tree, a ray that
+  /// misses the scene box)
+  KOKKOS_FORCEINLINE_FUNCTION bool start(Tree const& tree, Ray<T> const& ray) {
+    top = 0;
+    node = 0;
+    return ray_walk_detail::clip_to_scene(tree, ray, t0, t1);
+  }
+
+  /// The next leaf: false when the walk is over.
+  template <class Visitor>
+  KOKKOS_FORCEINLINE_FUNCTION bool step(Tree const& tree, Ray<T> const& ray, Visitor& visitor) {
+    ray_walk_detail::Stack<T> const stack{entries, top, lowest};
+    auto const n = ray_walk_detail::descend(tree, ray, stack, node, t0, t1);
+    for (std::int32_t i = n.begin(); i < n.begin() + n.count(); ++i) {
+      visitor.test(tree.leaf_triangle(i));
+      if (visitor.done()) return false;
+    }
+    return stack.pop(visitor.limit(), node, t0, t1);
+  }
+};
 
 } // namespace kdforge::kernels
