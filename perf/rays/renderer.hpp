@@ -624,7 +624,9 @@ public: // kernels (public: CUDA lambdas may not live in private member function
   }
 
   // Direct light, sky for misses, and the secondary ray each mirror or glass
-  // hit spawns (into next_, uncompacted, flagged in spawn_).
+  // hit spawns (into next_, uncompacted, flagged in spawn_). Shadow rays are
+  // stored light by light (ray i's to light l at l * n + i), so that
+  // neighbouring rays share a light and start at neighbouring hits.
   void shade(std::int64_t n, bool spawn_secondary) {
     auto rays = rays_, next = next_, shadow = shadow_;
     auto hits = hits_;
@@ -659,8 +661,8 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             float const sky[3] = {0.55f + 0.25f * up, 0.65f + 0.2f * up, 0.8f + 0.15f * up};
             for (int c = 0; c < 3; ++c) image(px, c) += w[c] * sky[c];
             for (int l = 0; l < nl; ++l) {
-              shadow(i * nl + l) = empty;
-              for (int c = 0; c < 3; ++c) light(i * nl + l, c) = 0;
+              shadow(l * n + i) = empty;
+              for (int c = 0; c < 3; ++c) light(l * n + i, c) = 0;
             }
             return;
           }
@@ -675,15 +677,15 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             float const dist = ::sqrtf(dot3(to, to));
             float const cosl = dist > 0 ? dot3(sn, to) / dist : 0.f;
             if (!(cosl > 0) || !(dot3(nrm, to) > 0)) { // facing away, or behind the true surface
-              shadow(i * nl + l) = empty;
-              for (int c = 0; c < 3; ++c) light(i * nl + l, c) = 0;
+              shadow(l * n + i) = empty;
+              for (int c = 0; c < 3; ++c) light(l * n + i, c) = 0;
               continue;
             }
             for (int d = 0; d < 3; ++d) half[d] = to[d] / dist - dir[d];
             float const hl = ::sqrtf(dot3(half, half));
             float const cosh = hl > 0 ? ::fmaxf(0.f, dot3(sn, half) / hl) : 0.f;
             float const spec = m.specular * ::powf(cosh, m.shininess);
-            for (int c = 0; c < 3; ++c) light(i * nl + l, c) = w[c] * L.color[c] * (m.color[c] * cosl + spec);
+            for (int c = 0; c < 3; ++c) light(l * n + i, c) = w[c] * L.color[c] * (m.color[c] * cosl + spec);
             kdforge::Ray<float> s;
             for (int d = 0; d < 3; ++d) {
               s.origin[d] = p[d] + eps * nrm[d];
@@ -691,7 +693,7 @@ public: // kernels (public: CUDA lambdas may not live in private member function
             }
             s.tmin = 0;
             s.tmax = 0.9999f; // just short of the light
-            shadow(i * nl + l) = s;
+            shadow(l * n + i) = s;
           }
           if (!spawn_secondary || (m.transmit <= 0 && m.reflect <= 0)) return;
           kdforge::Ray<float> s;
@@ -711,8 +713,8 @@ public: // kernels (public: CUDA lambdas may not live in private member function
         "kdforge_rays::add_light", Kokkos::RangePolicy<Exec>(exec_, 0, n), KOKKOS_LAMBDA(std::int64_t i) {
           std::int32_t const px = pixel(i);
           for (int l = 0; l < nl; ++l)
-            if (!occluded(i * nl + l))
-              for (int c = 0; c < 3; ++c) image(px, c) += light(i * nl + l, c);
+            if (!occluded(l * n + i))
+              for (int c = 0; c < 3; ++c) image(px, c) += light(l * n + i, c);
         });
   }
 

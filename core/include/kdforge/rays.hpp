@@ -1,7 +1,8 @@
 #pragma once
 // Ray queries on SAH triangle trees (kdforge::build_sah_tree): the closest
 // hit of each ray, or whether anything is hit at all (shadow rays). The
-// walk and the watertight ray/triangle test are in kernels/query/rays.hpp.
+// kernels are in kernels/query/rays.hpp, the walk in
+// kernels/query/walks/ray_stack.hpp.
 //
 //   Kokkos::View<kdforge::Ray<float>*, MemorySpace> rays("rays", m);   // origin, direction, tmin, tmax
 //   auto hits = kdforge::intersect_closest(exec, tree, rays);         // Hit: triangle (-1: none), t, u, v
@@ -50,18 +51,20 @@ void check_rays(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& r
 } // namespace detail
 
 namespace detail {
-// `pool`: the rays taken from a pool by a fixed set of threads, or a thread
-// each (kernels::launch_ray_walks; the same answers, tests run both)
+// `pool`: the rays taken from a pool by a fixed set of `workers` threads (0:
+// as many as the backend runs at once), or a thread each
+// (kernels::launch_ray_walks; the same answers, tests run both)
 template <class Exec, class MS, class T, class Rays>
 void intersect_closest_impl(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& rays,
-                            Kokkos::View<Hit<T>*, MS>& hits, bool pool = false) {
+                            Kokkos::View<Hit<T>*, MS>& hits, bool pool = false,
+                            std::int64_t workers = 0) {
   detail::check_rays(exec, tree, rays, "intersect_closest");
   detail::Region region("kdforge::intersect_closest");
   std::int64_t const m = std::int64_t(rays.extent(0));
   if (std::int64_t(hits.extent(0)) != m)
     hits = backend::allocate<Kokkos::View<Hit<T>*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::hits"), m);
   kernels::launch_ray_walks<kernels::ClosestHitVisitor<TriangleTree<MS, T>>>(exec, "kdforge::intersect_closest", tree,
-                                                                             rays, hits, pool);
+                                                                             rays, hits, pool, workers);
 }
 } // namespace detail
 
@@ -93,14 +96,15 @@ Kokkos::View<Hit<T>*, MS> intersect_closest(Exec const& exec, TriangleTree<MS, T
 namespace detail {
 template <class Exec, class MS, class T, class Rays>
 void intersect_any_impl(Exec const& exec, TriangleTree<MS, T> const& tree, Rays const& rays,
-                        Kokkos::View<bool*, MS>& occluded, bool pool = kernels::any_hit_pool_default<Exec>()) {
+                        Kokkos::View<bool*, MS>& occluded, bool pool = kernels::any_hit_pool_default<Exec>(),
+                        std::int64_t workers = 0) {
   detail::check_rays(exec, tree, rays, "intersect_any");
   detail::Region region("kdforge::intersect_any");
   std::int64_t const m = std::int64_t(rays.extent(0));
   if (std::int64_t(occluded.extent(0)) != m)
     occluded = backend::allocate<Kokkos::View<bool*, MS>>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "kdforge::occluded"), m);
   kernels::launch_ray_walks<kernels::AnyHitVisitor<TriangleTree<MS, T>>>(exec, "kdforge::intersect_any", tree, rays,
-                                                                         occluded, pool);
+                                                                         occluded, pool, workers);
 }
 } // namespace detail
 

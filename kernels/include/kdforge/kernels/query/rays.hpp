@@ -10,9 +10,12 @@
 //
 // On GPUs the any-hit rays are taken from a pool by a fixed set of threads
 // (RayPoolFunctor, after Aila & Laine 2009) rather than a thread each.
+#include <kdforge/backends/intrinsics.hpp>
+#include <kdforge/backends/memory.hpp>
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/kernels/common/ray_triangle.hpp>
+#include <kdforge/kernels/query/launch.hpp>
 #include <kdforge/kernels/query/walks/ray_stack.hpp>
 #include <kdforge/kernels/trees/triangle_tree.hpp>
 
@@ -88,24 +91,6 @@ struct RayFunctor {
   }
 };
 
-/// The next untaken ray of a pool. On CUDA the threads of a warp that take
-/// one at the same time take consecutive ones with a single atomic add (a
-/// million adds to one counter cost more than a million eye rays' walks).
-KOKKOS_FORCEINLINE_FUNCTION std::int64_t take_ray(unsigned long long* next) {
-#if defined(__CUDA_ARCH__)
-  unsigned const mask = __activemask();
-  unsigned lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  int const leader = __ffs(mask) - 1;
-  unsigned long long base = 0;
-  if (int(lane) == leader) base = atomicAdd(next, (unsigned long long)(__popc(mask)));
-  base = __shfl_sync(mask, base, leader);
-  return std::int64_t(base + (unsigned long long)(__popc(mask & ((1u << lane) - 1u))));
-#else
-  return std::int64_t(Kokkos::atomic_fetch_add(next, 1ull));
-#endif
-}
-
 /// Rays from a pool, the persistent threads with dynamic fetch of Aila &
 /// Laine 2009 ("Understanding the efficiency of ray traversal on GPUs"):
 /// each of a fixed number of threads takes the next untaken ray (a shared
@@ -132,7 +117,10 @@ struct RayPoolFunctor {
     while (true) {
       if (!running) {
         if (i >= 0) out(i) = vis.result();
-        i = take_ray(&next());
+        // the threads of a warp that take one together take consecutive
+        // rays, with one atomic add (a million adds to one counter cost
+        // more than a million eye rays' walks)
+        i = std::int64_t(backend::claim_slot(&next()));
         if (i >= m) return;
         ray = rays(i);
         vis = Visitor(tree, ray);
@@ -146,20 +134,24 @@ struct RayPoolFunctor {
 /// Whether any-hit walks on `Exec` take their rays from a pool
 /// (RayPoolFunctor) rather than a thread per ray: on GPUs, whose warps wait
 /// for their longest ray; CPU threads run their rays one by one either way.
+/// A thread takes one ray at a time: taking 8 or 32 consecutive ones, to
+/// spare atomics, spread a warp's rays over 8-32 times the pixels and cut
+/// the dragon's shadow rays to 0.17 and 0.07 G/s (H200).
 /// Closest-hit walks keep a thread per ray: eye rays of neighbouring pixels
 /// end together, and a pool, which mixes them, measured slower (H200: 1.5
 /// -> 1.0 G rays/s on the kitchen, 1.06 -> 0.61 on the dragon), where
 /// shadow rays gained 1.3-1.8x.
 template <class Exec>
 constexpr bool any_hit_pool_default() {
-  return !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Exec::memory_space>::accessible;
+  return kdforge::detail::runs_on_gpu<Exec>();
 }
 
 /// Runs the walks of all rays, answers in `out` (Visitor: ClosestHitVisitor
-/// or AnyHitVisitor), from a pool of exec.concurrency() threads (at most
-/// one per ray) or a thread per ray.
+/// or AnyHitVisitor), from a pool of `workers` threads (0:
+/// exec.concurrency(); at most one per ray) or a thread per ray.
 template <class Visitor, class Exec, class Tree, class Rays, class Out>
-void launch_ray_walks(Exec const& exec, char const* name, Tree const& tree, Rays const& rays, Out const& out, bool pool) {
+void launch_ray_walks(Exec const& exec, char const* name, Tree const& tree, Rays const& rays, Out const& out, bool pool,
+                      std::int64_t workers = 0) {
   using Policy = Kokkos::RangePolicy<Exec, Kokkos::IndexType<std::int64_t>>;
   std::int64_t const m = std::int64_t(rays.extent(0));
   if (m == 0) return;
@@ -171,8 +163,9 @@ void launch_ray_walks(Exec const& exec, char const* name, Tree const& tree, Rays
   // (Kokkos adds an std::int64_t by a compare-and-swap loop, which the
   // threads' contention slowed by orders of magnitude)
   using Counter = Kokkos::View<unsigned long long, typename Out::memory_space>;
-  Counter next(Kokkos::view_alloc(exec, "kdforge::rays::next")); // zero
-  std::int64_t const workers = m < std::int64_t(exec.concurrency()) ? m : std::int64_t(exec.concurrency());
+  Counter const next = backend::allocate<Counter>(Kokkos::view_alloc(exec, "kdforge::rays::next")); // zero
+  if (workers <= 0) workers = std::int64_t(exec.concurrency());
+  if (workers > m) workers = m;
   Kokkos::parallel_for(name, Policy(exec, 0, workers),
                        RayPoolFunctor<Visitor, Tree, Rays, Out, Counter>{tree, rays, out, next});
 }

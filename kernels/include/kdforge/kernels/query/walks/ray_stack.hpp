@@ -42,6 +42,10 @@
 //   void test(std::int32_t triangle)   the ray meets a leaf listing it
 //   T limit() const                    skip waiting nodes whose interval starts beyond it
 //   bool done() const                  stop now (any-hit queries)
+// and, for kernels/query/rays.hpp's launches (a thread per ray, or a pool
+// whose threads reuse one visitor for ray after ray): a constructor from
+// (tree, ray), a default constructor, copy assignment, and result(), the
+// ray's answer.
 #include <kdforge/base/ray.hpp>
 #include <kdforge/base/types.hpp>
 #include <kdforge/kernels/common/ray_triangle.hpp>
