@@ -427,7 +427,7 @@ Tree load_tree(TreeReader& r, Exec const&, TreeFileHeader const& h, Tree*,
   auto const node_view =
       r.section<Kokkos::View<typename Tree::node_type*, MS>>(tag("NODE"), "kdforge::sah::nodes", nodes);
   auto const leaves = r.section<Kokkos::View<std::int32_t*, MS>>(tag("LEAF"), "kdforge::sah::leaf_triangles", meta(3));
-  auto const corners = r.section<Kokkos::View<T* [3][3], MS>>(tag("CRNS"), "kdforge::sah::corners", f);
+  auto const corners = r.section<typename Tree::corner_view>(tag("CRNS"), "kdforge::sah::corners", f);
   check_triangle_links(r, node_view, leaves, f);
   SahCosts costs;
   costs.traversal = from_bits<double>(meta(1));

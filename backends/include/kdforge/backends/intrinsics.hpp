@@ -85,6 +85,19 @@ KOKKOS_FORCEINLINE_FUNCTION T add_rn(T a, T b) {
 #endif
 }
 
+/// *p, for memory that no thread writes while the kernel runs (a tree's
+/// arrays during a query), read through a GPU's read-only data path: an LDG
+/// load, which Kokkos 3's RandomAccess views replace with slower texture
+/// fetches when its LDG option is off.
+template <class T>
+KOKKOS_FORCEINLINE_FUNCTION T load_ro(T const* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+
 /// A distinct slot of *counter for each calling thread (an atomic
 /// fetch-and-add of 1). On CUDA one atomic per warp for the warp's active
 /// lanes, each lane taking its rank among them: half a million threads

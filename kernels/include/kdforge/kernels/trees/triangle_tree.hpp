@@ -26,6 +26,7 @@
 //
 // Linked trees have walks of their own (kernels/trees/concept.hpp): this
 // one is walked by kernels/query/walks/ray_stack.hpp.
+#include <kdforge/backends/intrinsics.hpp>
 #include <kdforge/base/types.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -85,13 +86,19 @@ public:
   /// Marks the tree kind for the operations' dispatch (concept.hpp).
   static constexpr bool triangle_tree = true;
   static constexpr int dimension = 3;
+  /// The corners of the triangles, (i, c, d): coordinate d of corner c of
+  /// triangle i. Row-major on every backend, so that one triangle's nine
+  /// values share a cache line (a GPU's default, column-major, put them 4 *
+  /// size() bytes apart) and a tree file holds them in one order wherever
+  /// it was written.
+  using corner_view = Kokkos::View<T* [3][3], Kokkos::LayoutRight, MemorySpace>;
 
   TriangleTree() : m_bounds(Box<T, 3>::empty()) {}
   TriangleTree(Kokkos::View<node_type*, MemorySpace> nodes, Kokkos::View<std::int32_t*, MemorySpace> leaf_triangles,
-               Kokkos::View<T* [3][3], MemorySpace> corners, Box<T, 3> const& bounds, int height, SahCosts costs)
+               corner_view corners, Box<T, 3> const& bounds, int height, SahCosts costs)
       : m_nodes(nodes), m_leaf_triangles(leaf_triangles), m_corners(corners), m_bounds(bounds),
         m_size(std::int32_t(corners.extent(0))), m_node_count(std::int32_t(nodes.extent(0))), m_height(height),
-        m_costs(costs) {}
+        m_costs(costs), m_corner_data(corners.data()), m_leaf_data(leaf_triangles.data()) {}
 
   /// Triangles in the mesh (zero-area ones included).
   KOKKOS_FUNCTION std::int32_t size() const { return m_size; }
@@ -100,10 +107,12 @@ public:
   KOKKOS_FUNCTION std::int32_t node_count() const { return m_node_count; }
   KOKKOS_FORCEINLINE_FUNCTION node_type node(std::int32_t s) const { return m_nodes(s); }
   /// The caller's index of the triangle at position i of the leaf lists.
-  KOKKOS_FORCEINLINE_FUNCTION std::int32_t leaf_triangle(std::int32_t i) const { return m_leaf_triangles(i); }
+  KOKKOS_FORCEINLINE_FUNCTION std::int32_t leaf_triangle(std::int32_t i) const {
+    return backend::load_ro(m_leaf_data + i);
+  }
   /// Coordinate d of corner c (0, 1, 2) of triangle `triangle`.
   KOKKOS_FORCEINLINE_FUNCTION T corner(std::int32_t triangle, int c, int d) const {
-    return m_corners(triangle, c, d);
+    return backend::load_ro(m_corner_data + (std::ptrdiff_t(triangle) * 9 + 3 * c + d));
   }
   /// The scene box (the box of all corners): the root's cell.
   KOKKOS_FUNCTION Box<T, 3> bounds() const { return m_bounds; }
@@ -121,19 +130,24 @@ public:
     return m_leaf_triangles;
   }
   /// corners()(i, c, d): coordinate d of corner c of triangle i.
-  Kokkos::View<T const* [3][3], MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> corners() const {
+  Kokkos::View<T const* [3][3], Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>>
+  corners() const {
     return m_corners;
   }
 
 private:
   Kokkos::View<node_type const*, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> m_nodes;
   Kokkos::View<std::int32_t const*, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> m_leaf_triangles;
-  Kokkos::View<T const* [3][3], MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>> m_corners;
+  Kokkos::View<T const* [3][3], Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryTraits<Kokkos::RandomAccess>>
+      m_corners;
   Box<T, 3> m_bounds;
   std::int32_t m_size = 0;
   std::int32_t m_node_count = 0;
   int m_height = 0;
   SahCosts m_costs;
+  // The walks' reads, as raw pointers into the views above: see load_ro.
+  T const* m_corner_data = nullptr;
+  std::int32_t const* m_leaf_data = nullptr;
 };
 
 namespace kernels {

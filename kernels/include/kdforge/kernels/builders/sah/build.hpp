@@ -1174,7 +1174,8 @@ TriangleTree<typename Exec::memory_space, T> build(Exec const& exec, Vertices co
   int const small_size = options.small_node_size;
   auto const W = Kokkos::WithoutInitializing;
 
-  auto corners = backend::allocate<Kokkos::View<T* [3][3], MS>>(Kokkos::view_alloc(W, "kdforge::sah::corners"), f);
+  auto corners = backend::allocate<typename TriangleTree<MS, T>::corner_view>(
+      Kokkos::view_alloc(W, "kdforge::sah::corners"), f);
   if (f == 0) {
     return TriangleTree<MS, T>(backend::allocate<OutView>("kdforge::sah::nodes", 0), backend::allocate<IntView>("kdforge::sah::leaf_triangles", 0), corners,
                                Box<T, 3>::empty(), 0, tree_costs);
