@@ -28,7 +28,8 @@ namespace kdforge::kernels {
 template <class Tree>
 struct ClosestHitVisitor {
   using T = typename Tree::coordinate_type;
-  using result_type = Hit<T>;
+  /// The walk skips waiting nodes beyond the nearest hit so far.
+  static constexpr bool prunes = true;
   Tree const* tree = nullptr;
   WatertightRay<T> ray{};
   T best = T(0);
@@ -62,14 +63,15 @@ struct ClosestHitVisitor {
 template <class Tree>
 struct AnyHitVisitor {
   using T = typename Tree::coordinate_type;
-  using result_type = bool;
+  /// The limit stays tmax: no waiting node lies beyond it.
+  static constexpr bool prunes = false;
   Tree const* tree = nullptr;
   WatertightRay<T> ray{};
   bool found = false;
   AnyHitVisitor() = default;
   KOKKOS_FUNCTION AnyHitVisitor(Tree const& t, Ray<T> const& r) : tree(&t), ray(make_watertight_ray(r)) {}
   KOKKOS_FUNCTION void test(std::int32_t i) {
-    if (!found) found = intersect_tree_triangle(*tree, ray, i, ray.tmin, ray.tmax).hit;
+    found = intersect_tree_triangle(*tree, ray, i, ray.tmin, ray.tmax).hit;
   }
   KOKKOS_FUNCTION T limit() const { return ray.tmax; }
   KOKKOS_FUNCTION bool done() const { return found; }
@@ -109,7 +111,7 @@ struct RayPoolFunctor {
   KOKKOS_FUNCTION void operator()(std::int64_t) const {
     using T = typename Tree::coordinate_type;
     std::int64_t const m = std::int64_t(rays.extent(0));
-    RayWalker<Tree> walk;
+    RayWalker<Tree, Visitor::prunes> walk;
     Ray<T> ray{};
     Visitor vis;
     std::int64_t i = -1;

@@ -42,6 +42,9 @@
 //   void test(std::int32_t triangle)   the ray meets a leaf listing it
 //   T limit() const                    skip waiting nodes whose interval starts beyond it
 //   bool done() const                  stop now (any-hit queries)
+//   static constexpr bool prunes       whether limit() may fall below the
+//                                      ray's tmax (false: the walk keeps no
+//                                      smallest start, see Entry)
 // and, for kernels/query/rays.hpp's launches (a thread per ray, or a pool
 // whose threads reuse one visitor for ray after ray): a constructor from
 // (tree, ray), a default constructor, copy assignment, and result(), the
@@ -69,26 +72,42 @@ KOKKOS_FORCEINLINE_FUNCTION bool starts_beyond(T t0, T t) {
   return t0 - ray_rounding_slack(t0) > t;
 }
 
-template <class T>
+// A waiting node and the ray's interval in its cell. A walk that prunes
+// (Prunes: its limit shrinks as it finds hits) keeps, besides, the smallest
+// t0 of the entries below; one whose limit stays the ray's tmax (any hit)
+// never prunes, since every interval lies inside [tmin, tmax], and spares
+// the field, the registers and the instructions that keep it.
+template <class T, bool Prunes>
 struct Entry {
   std::int32_t node;
   T t0;
   T t1;
   T below; // the smallest t0 of the entries below this one
 };
+template <class T>
+struct Entry<T, false> {
+  std::int32_t node;
+  T t0;
+  T t1;
+};
 
 // A walk's stack of waiting nodes, held by reference to the walk's own
 // variables (entries, top, and lowest: the smallest t0 of the entries,
-// when top > 0), which a walk in one function keeps in registers where it
-// can (the stack as a struct of its own cost 4-8% of eye rays, H200).
-template <class T>
+// when top > 0, kept only by walks that prune), which a walk in one
+// function keeps in registers where it can (the stack as a struct of its
+// own cost 4-8% of eye rays, H200).
+template <class T, bool Prunes = true>
 struct Stack {
-  Entry<T>* entries;
+  Entry<T, Prunes>* entries;
   int& top;
   T& lowest;
   KOKKOS_FORCEINLINE_FUNCTION void push(std::int32_t node, T a, T b) const {
-    entries[top] = Entry<T>{node, a, b, lowest};
-    lowest = top == 0 || a < lowest ? a : lowest;
+    if constexpr (Prunes) {
+      entries[top] = Entry<T, Prunes>{node, a, b, lowest};
+      lowest = top == 0 || a < lowest ? a : lowest;
+    } else {
+      entries[top] = Entry<T, Prunes>{node, a, b};
+    }
     ++top;
   }
   // the next waiting node the nearest hit (limit) has not ruled out, into
@@ -96,15 +115,24 @@ struct Stack {
   // rounding before its interval's start (the slack the triangle test
   // allows at a box's faces).
   KOKKOS_FORCEINLINE_FUNCTION bool pop(T limit, std::int32_t& node, T& t0, T& t1) const {
-    while (true) {
-      if (top == 0 || starts_beyond(lowest, limit)) return false;
-      Entry<T> const e = entries[--top];
-      lowest = e.below;
-      if (starts_beyond(e.t0, limit)) continue;
+    if constexpr (!Prunes) {
+      if (top == 0) return false;
+      Entry<T, Prunes> const e = entries[--top];
       node = e.node;
       t0 = e.t0;
       t1 = e.t1;
       return true;
+    } else {
+      while (true) {
+        if (top == 0 || starts_beyond(lowest, limit)) return false;
+        Entry<T, Prunes> const e = entries[--top];
+        lowest = e.below;
+        if (starts_beyond(e.t0, limit)) continue;
+        node = e.node;
+        t0 = e.t0;
+        t1 = e.t1;
+        return true;
+      }
     }
   }
 };
@@ -139,8 +167,8 @@ KOKKOS_FORCEINLINE_FUNCTION bool clip_to_scene(Tree const& tree, Ray<T> const& r
 
 // From `node` down to the first leaf the ray meets in [t0, t1], the far
 // children pushed; returns the leaf (node, t0, t1 then its own).
-template <class Tree, class T>
-KOKKOS_FORCEINLINE_FUNCTION auto descend(Tree const& tree, Ray<T> const& ray, Stack<T> const& stack, std::int32_t& node,
+template <class Tree, class T, bool Prunes>
+KOKKOS_FORCEINLINE_FUNCTION auto descend(Tree const& tree, Ray<T> const& ray, Stack<T, Prunes> const& stack, std::int32_t& node,
                                          T& t0, T& t1) {
   auto n = tree.node(node);
   while (!n.is_leaf()) {
@@ -183,10 +211,11 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
   using T = typename Tree::coordinate_type;
   T t0, t1;
   if (!ray_walk_detail::clip_to_scene(tree, ray, t0, t1)) return;
-  ray_walk_detail::Entry<T> entries[ray_stack_capacity];
+  constexpr bool prunes = Visitor::prunes;
+  ray_walk_detail::Entry<T, prunes> entries[ray_stack_capacity];
   int top = 0;
   T lowest = T(0);
-  ray_walk_detail::Stack<T> const stack{entries, top, lowest};
+  ray_walk_detail::Stack<T, prunes> const stack{entries, top, lowest};
   std::int32_t node = 0;
   while (true) {
     auto const n = ray_walk_detail::descend(tree, ray, stack, node, t0, t1);
@@ -206,10 +235,10 @@ KOKKOS_FUNCTION void traverse_ray_stack(Tree const& tree, Ray<typename Tree::coo
 /// ray pools of kernels/query/rays.hpp). A thread walking one ray keeps to
 /// traverse_ray_stack: the same walk in this form measured 10-20% fewer
 /// eye rays a second (H200).
-template <class Tree>
+template <class Tree, bool Prunes = true>
 struct RayWalker {
   using T = typename Tree::coordinate_type;
-  ray_walk_detail::Entry<T> entries[ray_stack_capacity];
+  ray_walk_detail::Entry<T, Prunes> entries[ray_stack_capacity];
   int top = 0;
   T lowest = T(0);
   T t0 = T(0), t1 = T(0);
@@ -226,7 +255,7 @@ struct RayWalker {
   /// The next leaf: false when the walk is over.
   template <class Visitor>
   KOKKOS_FORCEINLINE_FUNCTION bool step(Tree const& tree, Ray<T> const& ray, Visitor& visitor) {
-    ray_walk_detail::Stack<T> const stack{entries, top, lowest};
+    ray_walk_detail::Stack<T, Prunes> const stack{entries, top, lowest};
     auto const n = ray_walk_detail::descend(tree, ray, stack, node, t0, t1);
     for (std::int32_t i = n.begin(); i < n.begin() + n.count(); ++i) {
       visitor.test(tree.leaf_triangle(i));
