@@ -287,6 +287,16 @@ TEST_CASE_TEMPLATE("bucket, VVH and triangle trees saved and loaded answer as be
   CHECK(sah_cost(loaded) == sah_cost(scene));
   CHECK(bytes_of(intersect_closest(exec, loaded, rays)) == bytes_of(intersect_closest(exec, scene, rays)));
   CHECK(bytes_of(intersect_any(exec, loaded, rays)) == bytes_of(intersect_any(exec, scene, rays)));
+  // a version-1 file: its corners' order is unknown, so it is refused
+  auto v1 = read_file(file.path);
+  detail::TreeFileHeader h;
+  std::memcpy(&h, v1.data(), sizeof h);
+  CHECK(h.version == detail::tree_file_version);
+  h.version = 1;
+  h.header_checksum = detail::header_checksum(h);
+  std::memcpy(v1.data(), &h, sizeof h);
+  TempFile old("triangles_v1.kdtree");
+  refused_as<TriangleTree<MS, float>>(exec, old.path, v1, "build the tree again and save it");
 }
 
 // The checksums catch damage, not a file made to pass them: the node links
@@ -511,7 +521,13 @@ TEST_CASE("damaged, truncated and mismatched tree files are refused with the rea
     b[at] ^= 0x01;
     refused(b, "corrupt");
   }
-  refused(with_header([](auto& h) { h.version = 2; }), "format version 2, but this kdforge reads version 1");
+  refused(with_header([](auto& h) { h.version = 3; }), "format version 3, but this kdforge reads versions 1 to 2");
+  refused(with_header([](auto& h) { h.version = 0; }), "format version 0, but this kdforge reads versions 1 to 2");
+  // version 1: a tree of points reads as it was written
+  write_file(bad.path, with_header([](auto& h) { h.version = 1; }));
+  CHECK(read_file(bad.path) != bytes);
+  auto const v1 = load<Tree>(exec, bad.path);
+  CHECK(bytes_of(v1.points()) == bytes_of(tree.points()));
   refused(with_header([](auto& h) { h.byte_order = 0x04030201u; }), "other byte order");
   auto longer = bytes;
   longer.push_back('!');

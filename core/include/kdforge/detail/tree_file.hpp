@@ -52,13 +52,19 @@ inline char const* kind_name(std::uint32_t k) {
 }
 
 inline constexpr char tree_file_magic[8] = {'\x89', 'K', 'D', 'F', 'T', 'R', 'E', 'E'};
-inline constexpr std::uint32_t tree_file_version = 1;
+/// The format version written, and the oldest read. Version 2 holds
+/// triangle corners row-major whichever memory the tree was saved from;
+/// version 1 held them as that memory's default layout had them
+/// (column-major from a GPU), so a version-1 triangle tree is refused: its
+/// file does not say which. A version-1 tree of points reads as written.
+inline constexpr std::uint32_t tree_file_version = 2;
+inline constexpr std::uint32_t oldest_tree_file_version = 1;
 inline constexpr std::uint32_t byte_order_marker = 0x01020304u;
 
 /// The file header, 96 bytes, every field at its natural alignment.
 struct TreeFileHeader {
   char magic[8];                   //  0: \x89 K D F T R E E
-  std::uint32_t version;           //  8: format version (1)
+  std::uint32_t version;           //  8: format version (2)
   std::uint32_t byte_order;        // 12: 0x01020304 in the writer's byte order
   std::uint32_t kind;              // 16: TreeKind
   std::uint32_t coordinate_bytes;  // 20: 4 (float) or 8 (double)
@@ -268,16 +274,21 @@ public:
     // checksum where version 1 has them, so a version it cannot read is
     // told from a damaged version field.
     bool const intact = h.header_checksum == header_checksum(h);
-    if (h.version != tree_file_version) {
+    if (h.version < oldest_tree_file_version || h.version > tree_file_version) {
       if (!intact)
         fail("corrupt header (its checksum does not match; the version field reads " + std::to_string(h.version) + ")");
-      fail("format version " + std::to_string(h.version) + ", but this kdforge reads version " +
-           std::to_string(tree_file_version) + (h.version > tree_file_version ? " (a newer kdforge wrote it)" : ""));
+      fail("format version " + std::to_string(h.version) + ", but this kdforge reads versions " +
+           std::to_string(oldest_tree_file_version) + " to " + std::to_string(tree_file_version) +
+           (h.version > tree_file_version ? " (a newer kdforge wrote it)" : ""));
     }
     if (!intact) fail("corrupt header (its checksum does not match)");
     if (h.kind != std::uint32_t(kind))
       fail(std::string("the file holds ") + kind_name(h.kind) + ", not " + kind_name(std::uint32_t(kind)) + " (" +
            type_name + ")");
+    if (kind == TreeKind::triangle && h.version < 2)
+      fail("format version " + std::to_string(h.version) +
+           ": its triangle corners are in the layout of the memory it was saved from, which the file does not say "
+           "(column-major from a GPU); build the tree again and save it with this kdforge");
     if (h.coordinate_bytes != coordinate_bytes)
       fail(std::string("the file's coordinates are ") + (h.coordinate_bytes == 4 ? "float" : "double") + ", " +
            type_name + "'s are " + (coordinate_bytes == 4 ? "float" : "double"));
