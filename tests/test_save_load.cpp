@@ -112,6 +112,18 @@ std::size_t section_at(std::vector<char> const& b, std::uint32_t t) {
   return 0;
 }
 
+/// `b`, a tree file, with a header field changed and the header's
+/// checksum made right again, as a writer of that header would have it.
+template <class F>
+std::vector<char> with_header(std::vector<char> b, F change) {
+  detail::TreeFileHeader h;
+  std::memcpy(&h, b.data(), sizeof h);
+  change(h);
+  h.header_checksum = detail::header_checksum(h);
+  std::memcpy(b.data(), &h, sizeof h);
+  return b;
+}
+
 /// Element i of section `t` changed by `change`, then both checksums made
 /// right again: a file that passes them, as a file written to do so would.
 template <class E, class F>
@@ -121,14 +133,9 @@ std::vector<char> resealed(std::vector<char> b, std::uint32_t t, std::size_t i, 
   std::memcpy(&e, b.data() + at, sizeof e);
   change(e);
   std::memcpy(b.data() + at, &e, sizeof e);
-  detail::TreeFileHeader h;
-  std::memcpy(&h, b.data(), sizeof h);
   detail::Checksum c;
-  c.add(b.data() + sizeof h, b.size() - sizeof h);
-  h.payload_checksum = c.value();
-  h.header_checksum = detail::header_checksum(h);
-  std::memcpy(b.data(), &h, sizeof h);
-  return b;
+  c.add(b.data() + sizeof(detail::TreeFileHeader), b.size() - sizeof(detail::TreeFileHeader));
+  return with_header(std::move(b), [&](detail::TreeFileHeader& h) { h.payload_checksum = c.value(); });
 }
 
 /// The answers of a point tree (level-order or bucket) to kNN, closest
@@ -288,13 +295,10 @@ TEST_CASE_TEMPLATE("bucket, VVH and triangle trees saved and loaded answer as be
   CHECK(bytes_of(intersect_closest(exec, loaded, rays)) == bytes_of(intersect_closest(exec, scene, rays)));
   CHECK(bytes_of(intersect_any(exec, loaded, rays)) == bytes_of(intersect_any(exec, scene, rays)));
   // a version-1 file: its corners' order is unknown, so it is refused
-  auto v1 = read_file(file.path);
-  detail::TreeFileHeader h;
-  std::memcpy(&h, v1.data(), sizeof h);
-  CHECK(h.version == detail::tree_file_version);
-  h.version = 1;
-  h.header_checksum = detail::header_checksum(h);
-  std::memcpy(v1.data(), &h, sizeof h);
+  auto const v1 = with_header(read_file(file.path), [](detail::TreeFileHeader& h) {
+    CHECK(h.version == detail::tree_file_version);
+    h.version = 1;
+  });
   TempFile old("triangles_v1.kdtree");
   refused_as<TriangleTree<MS, float>>(exec, old.path, v1, "build the tree again and save it");
 }
@@ -491,15 +495,6 @@ TEST_CASE("damaged, truncated and mismatched tree files are refused with the rea
   auto const bytes = read_file(good.path);
   REQUIRE(bytes.size() > 96 + 1000);
   auto const refused = [&](std::vector<char> const& b, std::string const& why) { refused_as<Tree>(exec, bad.path, b, why); };
-  auto with_header = [&](auto change) { // a header field changed, its checksum made right again
-    auto b = bytes;
-    detail::TreeFileHeader h;
-    std::memcpy(&h, b.data(), sizeof h);
-    change(h);
-    h.header_checksum = detail::header_checksum(h);
-    std::memcpy(b.data(), &h, sizeof h);
-    return b;
-  };
 
   refused({}, "truncated: the header has 0 of its 96 bytes");
   refused(std::vector<char>(bytes.begin(), bytes.begin() + 50), "truncated: the header");
@@ -521,14 +516,14 @@ TEST_CASE("damaged, truncated and mismatched tree files are refused with the rea
     b[at] ^= 0x01;
     refused(b, "corrupt");
   }
-  refused(with_header([](auto& h) { h.version = 3; }), "format version 3, but this kdforge reads versions 1 to 2");
-  refused(with_header([](auto& h) { h.version = 0; }), "format version 0, but this kdforge reads versions 1 to 2");
+  refused(with_header(bytes, [](auto& h) { h.version = 3; }), "format version 3, but this kdforge reads versions 1 to 2");
+  refused(with_header(bytes, [](auto& h) { h.version = 0; }), "format version 0, but this kdforge reads versions 1 to 2");
   // version 1: a tree of points reads as it was written
-  write_file(bad.path, with_header([](auto& h) { h.version = 1; }));
+  write_file(bad.path, with_header(bytes, [](auto& h) { h.version = 1; }));
   CHECK(read_file(bad.path) != bytes);
   auto const v1 = load<Tree>(exec, bad.path);
   CHECK(bytes_of(v1.points()) == bytes_of(tree.points()));
-  refused(with_header([](auto& h) { h.byte_order = 0x04030201u; }), "other byte order");
+  refused(with_header(bytes, [](auto& h) { h.byte_order = 0x04030201u; }), "other byte order");
   auto longer = bytes;
   longer.push_back('!');
   refused(longer, "bytes follow the tree");
